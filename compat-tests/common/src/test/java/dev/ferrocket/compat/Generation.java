@@ -1,0 +1,81 @@
+package dev.ferrocket.compat;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * What differs between client generations. 4.9.x keeps the protocol classes under
+ * {@code org.apache.rocketmq.common.protocol}, 5.x under {@code org.apache.rocketmq.remoting.protocol},
+ * and a few admin signatures differ. Everything else (producer, consumer, {@link DefaultMQAdminExt},
+ * {@link RemotingCommand}, the broker's config classes, and getters reached through {@code var})
+ * is source-compatible, so the shared code calls it directly: it is compiled once per module against
+ * that module's jars (see {@link NamesrvQueries}).
+ *
+ * <p>Each module provides {@code dev.ferrocket.compat.ClientGeneration} implementing this interface;
+ * {@link #current()} binds to it at compile time.
+ */
+public interface Generation {
+
+    static Generation current() {
+        return new ClientGeneration();
+    }
+
+    /** The client release under test, e.g. {@code V5_3_1}. */
+    String clientVersion();
+
+    /** Short tag used in names (topics, golden files): {@code v5} or {@code v4}. */
+    String tag();
+
+    /** Root package of the protocol classes (headers, bodies, routes) of this generation. */
+    String protocolPackage();
+
+    /** DELETE_TOPIC_IN_NAMESRV through the admin client (the argument order differs). */
+    void deleteTopicInNameServer(DefaultMQAdminExt admin, String namesrvAddr, String cluster, String topic)
+        throws Exception;
+
+    /**
+     * A REGISTER_BROKER request built the way this generation's broker builds it
+     * ({@code BrokerOuterAPI.registerBrokerAll}): header, RegisterBrokerBody JSON, body CRC32.
+     */
+    RemotingCommand registerBrokerRequest(BrokerIdentity broker, Map<String, TopicConfig> topics,
+                                          long dataVersionCounter, long dataVersionTimestamp);
+
+    /** Decodes the {@code RegisterBrokerResponseHeader} of an answer. */
+    RegisterResult decodeRegisterResponse(RemotingCommand response) throws Exception;
+
+    // ---- version-neutral values ----
+
+    record QueueView(String brokerName, int readQueueNums, int writeQueueNums, int perm, int topicSysFlag) {
+    }
+
+    record BrokerView(String cluster, String brokerName, Map<Long, String> brokerAddrs) {
+    }
+
+    record Route(List<QueueView> queues, List<BrokerView> brokers) {
+        /** The QueueData of {@code brokerName}, or null. */
+        public QueueView queueOf(String brokerName) {
+            return queues.stream().filter(q -> q.brokerName().equals(brokerName)).findFirst().orElse(null);
+        }
+
+        /** The BrokerData of {@code brokerName}, or null. */
+        public BrokerView brokerOf(String brokerName) {
+            return brokers.stream().filter(b -> b.brokerName().equals(brokerName)).findFirst().orElse(null);
+        }
+    }
+
+    record Cluster(Map<String, BrokerView> brokers, Map<String, Set<String>> clusters) {
+    }
+
+    record TopicSpec(String name, int readQueueNums, int writeQueueNums, int perm) {
+    }
+
+    record BrokerIdentity(String cluster, String brokerName, long brokerId, String brokerAddr, String haServerAddr) {
+    }
+
+    record RegisterResult(String masterAddr, String haServerAddr) {
+    }
+}

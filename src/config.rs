@@ -1,0 +1,266 @@
+//! Configuration loading: defaults, then a Java `.properties` file with the same keys as Java's
+//! `namesrv.conf` / `broker.conf`, then command-line flags. Validated once, at start-up.
+//!
+//! Unlike Java, a value that does not parse (`listenPort=10911 ` with a trailing blank, `yes`
+//! for a boolean) refuses start-up with a message naming the key instead of being dropped.
+
+use std::path::{Path, PathBuf};
+
+/// A configuration problem; start-up stops with this message.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("config key '{key}': invalid value '{value}' (expected {expected})")]
+    InvalidValue { key: String, value: String, expected: &'static str },
+    #[error("config key '{key}': {reason}")]
+    Refused { key: String, reason: String },
+    #[error("unknown config key '{0}'")]
+    UnknownKey(String),
+}
+
+/// A value type a config key can have.
+pub trait ConfigValue: Sized {
+    const EXPECTED: &'static str;
+    fn parse_value(s: &str) -> Option<Self>;
+    fn show(&self) -> String;
+}
+
+macro_rules! int_value {
+    ($($t:ty),*) => {$(
+        impl ConfigValue for $t {
+            const EXPECTED: &'static str = concat!("an integer (", stringify!($t), ") with no blanks");
+            fn parse_value(s: &str) -> Option<Self> {
+                s.parse().ok()
+            }
+            fn show(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+int_value!(u16, u32, u64, usize, i32, i64);
+
+impl ConfigValue for bool {
+    const EXPECTED: &'static str = "true or false";
+    fn parse_value(s: &str) -> Option<Self> {
+        if s.eq_ignore_ascii_case("true") {
+            Some(true)
+        } else if s.eq_ignore_ascii_case("false") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ConfigValue for String {
+    const EXPECTED: &'static str = "a string";
+    /// Java trims string values.
+    fn parse_value(s: &str) -> Option<Self> {
+        Some(s.trim().to_owned())
+    }
+    fn show(&self) -> String {
+        self.clone()
+    }
+}
+
+impl ConfigValue for PathBuf {
+    const EXPECTED: &'static str = "a path";
+    fn parse_value(s: &str) -> Option<Self> {
+        let s = s.trim();
+        (!s.is_empty()).then(|| PathBuf::from(s))
+    }
+    fn show(&self) -> String {
+        self.display().to_string()
+    }
+}
+
+/// Parses `value` for `key`, or names both in the error.
+pub fn parse_value<T: ConfigValue>(key: &str, value: &str) -> Result<T, ConfigError> {
+    T::parse_value(value).ok_or_else(|| ConfigError::InvalidValue {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        expected: T::EXPECTED,
+    })
+}
+
+/// Declares a config struct whose fields map 1:1 to Java config keys:
+/// `field: Type = default => "javaKey",`.
+macro_rules! config_struct {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty = $default:expr => $key:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $($field: $default,)* }
+            }
+        }
+
+        impl $name {
+            /// Every key this struct accepts.
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+
+            /// Sets `key`; `Ok(false)` when the key is not one of ours.
+            pub fn set(&mut self, key: &str, value: &str) -> Result<bool, $crate::config::ConfigError> {
+                match key {
+                    $($key => {
+                        self.$field = $crate::config::parse_value(key, value)?;
+                        Ok(true)
+                    })*
+                    _ => Ok(false),
+                }
+            }
+
+            /// `(key, value)` for every key, in declaration order.
+            pub fn entries(&self) -> Vec<(&'static str, String)> {
+                vec![$(($key, $crate::config::ConfigValue::show(&self.$field)),)*]
+            }
+        }
+    };
+}
+pub(crate) use config_struct;
+
+/// Reads a Java properties file.
+pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    Ok(parse_properties(&bytes))
+}
+
+/// Parses Java `.properties` text (`java.util.Properties.load`): ISO-8859-1 bytes; `#`/`!`
+/// comments; `key=value`, `key:value` or `key value`; `\` line continuation; `\uXXXX` and
+/// `\t \n \r \f` escapes. Leading blanks of a value are dropped, trailing blanks kept.
+pub fn parse_properties(bytes: &[u8]) -> Vec<(String, String)> {
+    let text: String = bytes.iter().map(|&b| b as char).collect();
+    let mut out = Vec::new();
+    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+    while let Some(first) = lines.next() {
+        let mut logical = first.trim_start_matches([' ', '\t', '\x0c']).to_owned();
+        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
+            continue;
+        }
+        while ends_with_odd_backslashes(&logical) {
+            logical.pop();
+            match lines.next() {
+                Some(next) => logical.push_str(next.trim_start_matches([' ', '\t', '\x0c'])),
+                None => break,
+            }
+        }
+        let (key, value) = split_key_value(&logical);
+        out.push((unescape(key), unescape(value)));
+    }
+    out
+}
+
+fn ends_with_odd_backslashes(s: &str) -> bool {
+    s.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+}
+
+fn split_key_value(line: &str) -> (&str, &str) {
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '=' | ':' => return (&line[..i], line[i + 1..].trim_start_matches([' ', '\t', '\x0c'])),
+            ' ' | '\t' | '\x0c' => {
+                let rest = line[i..].trim_start_matches([' ', '\t', '\x0c']);
+                let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
+                return (&line[..i], rest.trim_start_matches([' ', '\t', '\x0c']));
+            }
+            _ => {}
+        }
+    }
+    (line, "")
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\x0c'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) => out.push(ch),
+                    None => out.push_str(&hex),
+                }
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// Renders `(key, value)` pairs as properties text (for `-p` and GET_*_CONFIG answers).
+pub fn to_properties(entries: &[(&str, String)]) -> String {
+    let mut s = String::new();
+    for (k, v) in entries {
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+        s.push('\n');
+    }
+    s
+}
+
+/// The user's home directory, as Java's `user.home`.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_properties_syntax() {
+        let text = b"# comment\n! also\nlistenPort=10911 \nbrokerName : broker-a\nkey value\n  spaced = v \\\n   continued\nu=\\u0041\\tB\nempty\n";
+        let p = parse_properties(text);
+        assert_eq!(
+            p,
+            vec![
+                ("listenPort".into(), "10911 ".into()),
+                ("brokerName".into(), "broker-a".into()),
+                ("key".into(), "value".into()),
+                ("spaced".into(), "v continued".into()),
+                ("u".into(), "A\tB".into()),
+                ("empty".into(), "".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn latin1_bytes_and_crlf() {
+        let p = parse_properties(b"name=caf\xe9\r\n");
+        assert_eq!(p, vec![("name".into(), "café".into())]);
+    }
+
+    #[test]
+    fn values_are_checked_and_named() {
+        let err = parse_value::<u16>("listenPort", "10911 ").unwrap_err();
+        assert!(err.to_string().contains("listenPort"), "{err}");
+        assert!(parse_value::<bool>("x", "yes").is_err());
+        assert!(parse_value::<bool>("x", "TRUE").unwrap());
+        assert_eq!(parse_value::<String>("x", " a ").unwrap(), "a");
+    }
+}

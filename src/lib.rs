@@ -1,0 +1,16 @@
+//! ferrocket: an Apache RocketMQ compatible NameServer and Broker.
+//!
+//! ```text
+//!            model  <-  protocol  <-  remoting  <-  namesrv, broker
+//!            model  <-  store     <-  ha, broker
+//! ```
+//! Arrows point from a user to what it may import. `store` never sees wire types, so another
+//! front end can share it.
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod model;
+pub mod namesrv;
+pub mod protocol;
+pub mod remoting;
+pub mod shutdown;

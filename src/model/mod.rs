@@ -1,0 +1,16 @@
+//! Domain types shared by every area: topic configuration, data versions, permissions.
+//! No I/O and no wire framing here.
+//!
+//! May import: nothing from this crate.
+//!
+//! ```text
+//! TopicConfig  {"attributes":{},"order":false,"perm":6,"readQueueNums":4,
+//!               "topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":4}
+//! DataVersion  {"counter":12,"stateVersion":0,"timestamp":1700000000000}
+//! ```
+//! (the JSON shapes of `config/topics.json` and of the broker's registration body)
+
+pub mod perm;
+mod topic;
+
+pub use topic::{DataVersion, TopicConfig, TopicFilterType, DEFAULT_TOPIC};

@@ -1,0 +1,231 @@
+//! One TCP connection: a reader task, a writer task, and the table of our requests awaiting
+//! their responses.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn, Instrument};
+
+use super::RemotingError;
+use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
+
+/// Frames queued for the writer per connection.
+const WRITE_QUEUE: usize = 1024;
+/// Requests from one peer processed at once; the reader stops reading beyond this.
+const MAX_IN_FLIGHT: usize = 256;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Serves the requests a peer sends on a connection.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Handles one request; `None` sends nothing (oneway requests are never answered anyway).
+    fn handle(
+        &self,
+        conn: &Arc<Connection>,
+        request: RemotingCommand,
+    ) -> impl Future<Output = Option<RemotingCommand>> + Send;
+
+    /// Called once when the connection has closed, for whatever reason.
+    fn connection_closed(&self, _conn: &Arc<Connection>) {}
+}
+
+type Pending = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
+
+/// A handle on an open connection, used to send requests to the peer and to identify it.
+#[derive(Debug)]
+pub struct Connection {
+    id: u64,
+    peer: SocketAddr,
+    tx: mpsc::Sender<RemotingCommand>,
+    pending: Pending,
+    next_opaque: AtomicI32,
+    closed: CancellationToken,
+}
+
+impl Connection {
+    /// Splits `stream` into reader and writer tasks on `tracker`, serving requests with `handler`.
+    pub fn spawn<H: RequestHandler>(
+        stream: TcpStream,
+        handler: Arc<H>,
+        limits: FrameLimits,
+        tracker: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> std::io::Result<Arc<Connection>> {
+        let peer = stream.peer_addr()?;
+        let _ = stream.set_nodelay(true);
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let conn = Arc::new(Connection {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            next_opaque: AtomicI32::new(1),
+            closed: shutdown.child_token(),
+        });
+        let (read, write) = stream.into_split();
+        let span = tracing::info_span!("conn", id = conn.id, peer = %peer);
+        tracker.spawn(
+            write_loop(FramedWrite::new(write, RemotingCodec::new(limits)), rx, conn.closed.clone())
+                .instrument(span.clone()),
+        );
+        let reader =
+            read_loop(FramedRead::new(read, RemotingCodec::new(limits)), conn.clone(), handler, tracker.clone());
+        tracker.spawn(reader.instrument(span));
+        Ok(conn)
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Resolves once the connection has closed.
+    pub async fn closed_signal(&self) {
+        self.closed.cancelled().await
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Closes the connection: both tasks stop and the handler is told.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Sends a request and waits for its response.
+    pub async fn invoke(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
+        let opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        request.opaque = opaque;
+        let (done, wait) = oneshot::channel();
+        self.pending_table().insert(opaque, done);
+        let result = tokio::time::timeout(timeout, async {
+            self.tx.send(request).await.map_err(|_| self.closed_error())?;
+            wait.await.map_err(|_| self.closed_error())
+        })
+        .await;
+        self.pending_table().remove(&opaque);
+        match result {
+            Ok(r) => r,
+            Err(_) => Err(RemotingError::Timeout { addr: self.peer.to_string(), millis: timeout.as_millis() }),
+        }
+    }
+
+    /// Sends a oneway request; nothing comes back.
+    pub async fn invoke_oneway(&self, mut request: RemotingCommand) -> Result<(), RemotingError> {
+        request.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
+        request.mark_oneway();
+        self.tx.send(request).await.map_err(|_| self.closed_error())
+    }
+
+    fn closed_error(&self) -> RemotingError {
+        RemotingError::Closed(self.peer.to_string())
+    }
+
+    fn pending_table(&self) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
+        // A panic while holding this lock cannot leave the map inconsistent; keep going.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn complete(&self, response: RemotingCommand) {
+        match self.pending_table().remove(&response.opaque) {
+            Some(done) => {
+                let _ = done.send(response);
+            }
+            None => {
+                debug!(opaque = response.opaque, code = response.code, "response matches no pending request; dropped")
+            }
+        }
+    }
+}
+
+async fn read_loop<H: RequestHandler>(
+    mut frames: FramedRead<tokio::net::tcp::OwnedReadHalf, RemotingCodec>,
+    conn: Arc<Connection>,
+    handler: Arc<H>,
+    tracker: TaskTracker,
+) {
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    loop {
+        let next = tokio::select! {
+            _ = conn.closed.cancelled() => break,
+            next = frames.next() => next,
+        };
+        let cmd = match next {
+            None => break,
+            Some(Ok(cmd)) => cmd,
+            Some(Err(e)) => {
+                warn!(error = %e, "closing connection: undecodable frame");
+                break;
+            }
+        };
+        if cmd.is_response() {
+            conn.complete(cmd);
+            continue;
+        }
+        let Ok(permit) = in_flight.clone().acquire_owned().await else { break };
+        let (conn2, handler2) = (conn.clone(), handler.clone());
+        tracker.spawn(
+            async move {
+                let oneway = cmd.is_oneway();
+                let response = handler2.handle(&conn2, cmd).await;
+                drop(permit);
+                if let (false, Some(resp)) = (oneway, response) {
+                    let _ = conn2.tx.send(resp).await;
+                }
+            }
+            .in_current_span(),
+        );
+    }
+    conn.closed.cancel();
+    conn.pending_table().clear();
+    handler.connection_closed(&conn);
+    debug!("connection closed");
+}
+
+async fn write_loop(
+    mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
+    mut rx: mpsc::Receiver<RemotingCommand>,
+    closed: CancellationToken,
+) {
+    loop {
+        let cmd = tokio::select! {
+            _ = closed.cancelled() => break,
+            cmd = rx.recv() => match cmd {
+                Some(c) => c,
+                None => break,
+            },
+        };
+        // Feed what is queued, then flush once.
+        let mut result = sink.feed(cmd).await;
+        while result.is_ok() {
+            match rx.try_recv() {
+                Ok(more) => result = sink.feed(more).await,
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = result.and(sink.flush().await) {
+            debug!(error = %e, "write failed; closing connection");
+            break;
+        }
+    }
+    closed.cancel();
+    let _ = sink.close().await;
+}
