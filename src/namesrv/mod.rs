@@ -27,7 +27,7 @@ use kv::{KvConfigManager, KvError};
 pub use processor::NamesrvProcessor;
 
 use crate::protocol::FrameLimits;
-use crate::remoting::{RemotingServer, ServerConfig};
+use crate::remoting::{ConnectionOptions, RemotingServer, ServerConfig};
 
 /// A NameServer that failed to start.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +50,13 @@ impl NameServer {
         let kv = KvConfigManager::load(&config.kv_config_path)?;
         let addr = format!("{}:{}", config.bind_address, config.listen_port);
         let server_config = ServerConfig {
-            limits: FrameLimits { max_frame: config.frame_max_length },
+            connection: ConnectionOptions {
+                limits: FrameLimits { max_frame: config.frame_max_length },
+                idle_timeout: match config.server_channel_max_idle_time_seconds {
+                    0 => None,
+                    secs => Some(std::time::Duration::from_secs(secs)),
+                },
+            },
             max_connections: config.max_connections,
         };
         let server = RemotingServer::bind(&addr, server_config)

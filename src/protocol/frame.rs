@@ -210,4 +210,47 @@ mod tests {
             Err(ProtocolError::UnknownSerializeType(7))
         ));
     }
+
+    fn arb_command() -> impl proptest::strategy::Strategy<Value = RemotingCommand> {
+        use proptest::prelude::*;
+        (
+            any::<i16>(),
+            0u8..14,
+            any::<i16>(),
+            any::<i32>(),
+            0i32..4,
+            proptest::option::of("[^\\u{0}]{1,20}"),
+            proptest::collection::btree_map("[a-zA-Z_]{1,8}", ".{1,16}", 0..6),
+            proptest::collection::vec(any::<u8>(), 0..64),
+            any::<bool>(),
+        )
+            .prop_map(|(code, lang, version, opaque, flag, remark, ext, body, binary)| RemotingCommand {
+                code: code.into(),
+                language: LanguageCode(lang),
+                version: version.into(),
+                opaque,
+                flag,
+                remark,
+                ext_fields: ext,
+                body: body.into(),
+                serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },
+            })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_command_round_trips(cmd in arb_command()) {
+            let mut buf = BytesMut::new();
+            encode_frame(&cmd, &mut buf);
+            let back = RemotingCodec::default().decode(&mut buf).unwrap();
+            proptest::prop_assert_eq!(back, Some(cmd));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let mut buf = BytesMut::from(&data[..]);
+            let mut codec = RemotingCodec::new(FrameLimits { max_frame: 4096 });
+            while let Ok(Some(_)) = codec.decode(&mut buf) {}
+        }
+    }
 }

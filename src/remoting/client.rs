@@ -8,7 +8,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::connection::{Connection, RequestHandler};
+use super::connection::{Connection, ConnectionOptions, RequestHandler};
 use super::RemotingError;
 use crate::protocol::{FrameLimits, RemotingCommand};
 
@@ -40,8 +40,14 @@ impl<H: RequestHandler> RemotingClient<H> {
             .await
             .map_err(|_| connect_err(std::io::ErrorKind::TimedOut.into()))?
             .map_err(connect_err)?;
-        let conn = Connection::spawn(stream, self.handler.clone(), self.limits, &self.tracker, &self.shutdown)
-            .map_err(connect_err)?;
+        let conn = Connection::spawn(
+            stream,
+            self.handler.clone(),
+            ConnectionOptions { limits: self.limits, idle_timeout: None },
+            &self.tracker,
+            &self.shutdown,
+        )
+        .map_err(connect_err)?;
         let mut table = self.table();
         // Another task may have connected meanwhile; keep the first live one.
         if let Some(existing) = table.get(addr).filter(|c| !c.is_closed()) {

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, info, warn, Instrument};
 
 use super::RemotingError;
 use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
@@ -25,6 +25,15 @@ const WRITE_QUEUE: usize = 1024;
 const MAX_IN_FLIGHT: usize = 256;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Per-connection settings.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnectionOptions {
+    pub limits: FrameLimits,
+    /// Close the connection after this long without reading or writing a frame
+    /// (`serverChannelMaxIdleTimeSeconds`); `None` keeps it open.
+    pub idle_timeout: Option<Duration>,
+}
 
 /// Serves the requests a peer sends on a connection.
 pub trait RequestHandler: Send + Sync + 'static {
@@ -50,6 +59,9 @@ pub struct Connection {
     pending: Pending,
     next_opaque: AtomicI32,
     closed: CancellationToken,
+    born: Instant,
+    /// Milliseconds after `born` of the last frame read or written.
+    last_io_ms: AtomicU64,
 }
 
 impl Connection {
@@ -57,7 +69,7 @@ impl Connection {
     pub fn spawn<H: RequestHandler>(
         stream: TcpStream,
         handler: Arc<H>,
-        limits: FrameLimits,
+        options: ConnectionOptions,
         tracker: &TaskTracker,
         shutdown: &CancellationToken,
     ) -> std::io::Result<Arc<Connection>> {
@@ -71,16 +83,21 @@ impl Connection {
             pending: Mutex::new(HashMap::new()),
             next_opaque: AtomicI32::new(1),
             closed: shutdown.child_token(),
+            born: Instant::now(),
+            last_io_ms: AtomicU64::new(0),
         });
+        let limits = options.limits;
         let (read, write) = stream.into_split();
         let span = tracing::info_span!("conn", id = conn.id, peer = %peer);
         tracker.spawn(
-            write_loop(FramedWrite::new(write, RemotingCodec::new(limits)), rx, conn.closed.clone())
-                .instrument(span.clone()),
+            write_loop(FramedWrite::new(write, RemotingCodec::new(limits)), rx, conn.clone()).instrument(span.clone()),
         );
         let reader =
             read_loop(FramedRead::new(read, RemotingCodec::new(limits)), conn.clone(), handler, tracker.clone());
-        tracker.spawn(reader.instrument(span));
+        tracker.spawn(reader.instrument(span.clone()));
+        if let Some(idle) = options.idle_timeout {
+            tracker.spawn(idle_watch(conn.clone(), idle).instrument(span));
+        }
         Ok(conn)
     }
 
@@ -135,6 +152,15 @@ impl Connection {
         self.tx.send(request).await.map_err(|_| self.closed_error())
     }
 
+    fn touch(&self) {
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_io_ms.store(now, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.born.elapsed().saturating_sub(Duration::from_millis(self.last_io_ms.load(Ordering::Relaxed)))
+    }
+
     fn closed_error(&self) -> RemotingError {
         RemotingError::Closed(self.peer.to_string())
     }
@@ -176,6 +202,7 @@ async fn read_loop<H: RequestHandler>(
                 break;
             }
         };
+        conn.touch();
         if cmd.is_response() {
             conn.complete(cmd);
             continue;
@@ -203,8 +230,9 @@ async fn read_loop<H: RequestHandler>(
 async fn write_loop(
     mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
     mut rx: mpsc::Receiver<RemotingCommand>,
-    closed: CancellationToken,
+    conn: Arc<Connection>,
 ) {
+    let closed = conn.closed.clone();
     loop {
         let cmd = tokio::select! {
             _ = closed.cancelled() => break,
@@ -225,7 +253,24 @@ async fn write_loop(
             debug!(error = %e, "write failed; closing connection");
             break;
         }
+        conn.touch();
     }
     closed.cancel();
     let _ = sink.close().await;
+}
+
+/// Closes the connection once it has been idle for `idle`.
+async fn idle_watch(conn: Arc<Connection>, idle: Duration) {
+    loop {
+        let wait = idle.saturating_sub(conn.idle_for()).max(Duration::from_millis(10));
+        tokio::select! {
+            _ = conn.closed.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        if conn.idle_for() >= idle {
+            info!(idle_secs = idle.as_secs(), "closing idle connection");
+            conn.close();
+            return;
+        }
+    }
 }

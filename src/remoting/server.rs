@@ -9,20 +9,25 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, warn};
 
-use super::connection::{Connection, RequestHandler};
-use crate::protocol::FrameLimits;
+use super::connection::{Connection, ConnectionOptions, RequestHandler};
 
 /// Transport settings of a server.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerConfig {
-    pub limits: FrameLimits,
+    pub connection: ConnectionOptions,
     /// Connections served at once; further connections wait in the listen backlog.
     pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { limits: FrameLimits::default(), max_connections: 10_000 }
+        Self {
+            connection: ConnectionOptions {
+                idle_timeout: Some(std::time::Duration::from_secs(120)),
+                ..Default::default()
+            },
+            max_connections: 10_000,
+        }
     }
 }
 
@@ -65,7 +70,7 @@ impl RemotingServer {
                     continue;
                 }
             };
-            match Connection::spawn(stream, handler.clone(), self.config.limits, &tracker, &shutdown) {
+            match Connection::spawn(stream, handler.clone(), self.config.connection, &tracker, &shutdown) {
                 Ok(conn) => {
                     debug!(id = conn.id(), peer = %conn.peer(), "accepted connection");
                     let closed = conn.clone();

@@ -74,7 +74,10 @@ async fn closing_the_broker_connection_removes_it_at_once() {
     let c = client();
     assert_eq!(route(&c, &ns, "T", 479).await.0, ResponseCode::SUCCESS);
     broker.close(&ns.addr.to_string());
-    let gone = eventually(Duration::from_secs(3), || async { route(&c, &ns, "T", 479).await.0 == ResponseCode::TOPIC_NOT_EXIST }).await;
+    let gone = eventually(Duration::from_secs(3), || async {
+        route(&c, &ns, "T", 479).await.0 == ResponseCode::TOPIC_NOT_EXIST
+    })
+    .await;
     assert!(gone, "route still served after the broker's connection closed");
 }
 
@@ -90,7 +93,10 @@ async fn silent_broker_expires() {
     let conn = broker.connection(&ns.addr.to_string()).await.unwrap();
     let c = client();
     assert_eq!(route(&c, &ns, "T", 479).await.0, ResponseCode::SUCCESS);
-    let gone = eventually(Duration::from_secs(3), || async { route(&c, &ns, "T", 479).await.0 == ResponseCode::TOPIC_NOT_EXIST }).await;
+    let gone = eventually(Duration::from_secs(3), || async {
+        route(&c, &ns, "T", 479).await.0 == ResponseCode::TOPIC_NOT_EXIST
+    })
+    .await;
     assert!(gone, "broker did not expire");
     // The expired broker's connection is closed, as Java does.
     let closed = eventually(Duration::from_secs(2), || async { conn.is_closed() }).await;
@@ -101,12 +107,16 @@ async fn silent_broker_expires() {
 async fn kv_config_round_trip_and_persistence() {
     let ns = TestNamesrv::start(|_| {}).await;
     let c = client();
-    let put = request(RequestCode::PUT_KV_CONFIG, &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T"), ("value", "broker-a:4")]);
+    let put = request(
+        RequestCode::PUT_KV_CONFIG,
+        &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T"), ("value", "broker-a:4")],
+    );
     assert_eq!(call(&c, ns.addr, put).await.response_code(), ResponseCode::SUCCESS);
     let get = request(RequestCode::GET_KV_CONFIG, &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T")]);
     let resp = call(&c, ns.addr, get.clone()).await;
     assert_eq!(resp.ext_fields.get("value").map(String::as_str), Some("broker-a:4"));
-    let list = call(&c, ns.addr, request(RequestCode::GET_KVLIST_BY_NAMESPACE, &[("namespace", "ORDER_TOPIC_CONFIG")])).await;
+    let list =
+        call(&c, ns.addr, request(RequestCode::GET_KVLIST_BY_NAMESPACE, &[("namespace", "ORDER_TOPIC_CONFIG")])).await;
     let table: KvTable = json::from_slice(&list.body).unwrap();
     assert_eq!(table.table["T"], "broker-a:4");
 
@@ -168,7 +178,10 @@ async fn order_topic_conf_in_routes_when_enabled() {
     let ns = TestNamesrv::start(|c| c.order_message_enable = true).await;
     let c = client();
     call(&c, ns.addr, register_request("C1", "broker-a", "127.0.0.1:10911", 0, &["T", "U"])).await;
-    let put = request(RequestCode::PUT_KV_CONFIG, &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T"), ("value", "broker-a:4")]);
+    let put = request(
+        RequestCode::PUT_KV_CONFIG,
+        &[("namespace", "ORDER_TOPIC_CONFIG"), ("key", "T"), ("value", "broker-a:4")],
+    );
     call(&c, ns.addr, put).await;
     let (_, body) = route(&c, &ns, "T", 479).await;
     assert!(body.contains(r#""orderTopicConf":"broker-a:4""#), "{body}");
@@ -234,9 +247,10 @@ async fn compressed_registration_body() {
     let c = client();
     let mut body = RegisterBrokerBody::default();
     for t in ["T", "U"] {
-        body.topic_config_serialize_wrapper
-            .topic_config_table
-            .insert(t.into(), TopicConfig { topic_name: t.into(), read_queue_nums: 2, write_queue_nums: 2, ..Default::default() });
+        body.topic_config_serialize_wrapper.topic_config_table.insert(
+            t.into(),
+            TopicConfig { topic_name: t.into(), read_queue_nums: 2, write_queue_nums: 2, ..Default::default() },
+        );
     }
     let mut req = register_request("C1", "broker-a", "127.0.0.1:10911", 0, &[]).with_body(body.encode_compressed());
     req.ext_fields.insert("compressed".into(), "true".into());
@@ -244,4 +258,15 @@ async fn compressed_registration_body() {
     let (code, text) = route(&c, &ns, "U", 479).await;
     assert_eq!(code, ResponseCode::SUCCESS);
     assert!(text.contains(r#""writeQueueNums":2"#), "{text}");
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let ns = TestNamesrv::start(|c| c.server_channel_max_idle_time_seconds = 1).await;
+    let c = client();
+    let addr = ns.addr.to_string();
+    let conn = c.connection(&addr).await.unwrap();
+    assert!(!conn.is_closed());
+    let closed = eventually(Duration::from_secs(4), || async { conn.is_closed() }).await;
+    assert!(closed, "idle connection left open");
 }
