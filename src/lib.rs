@@ -14,3 +14,4 @@ pub mod namesrv;
 pub mod protocol;
 pub mod remoting;
 pub mod shutdown;
+pub mod store;

@@ -31,7 +31,7 @@ public final class Compat {
     /** A started official admin client (what mqadmin uses) that records its calls. */
     public static DefaultMQAdminExt admin(String namesrvAddr) throws Exception {
         init();
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(new RecordingRpcHook(), 5_000);
+        DefaultMQAdminExt admin = new DefaultMQAdminExt(new RecordingRpcHook("admin"), 5_000);
         admin.setNamesrvAddr(namesrvAddr);
         admin.setInstanceName(unique("admin"));
         admin.start();

@@ -50,11 +50,21 @@ public final class FerrocketWithJavaBroker implements AutoCloseable {
 
     private void awaitBrokerListed() {
         String brokerName = broker.brokerName();
+        long[] lastNudge = {System.nanoTime()};
         Wait.until("the Java broker " + brokerName + " (" + broker.addr() + ") to appear in "
                 + "GET_BROKER_CLUSTER_INFO of ferrocket", REGISTRATION_TIMEOUT,
             () -> {
                 namesrv.assertAlive();
-                return NamesrvQueries.cluster(admin);
+                Generation.Cluster cluster = NamesrvQueries.cluster(admin);
+                if (!cluster.brokers().containsKey(brokerName)
+                    && System.nanoTime() - lastNudge[0] > Duration.ofSeconds(1).toNanos()) {
+                    // A 5.x broker registers at start only with NameServers its client has already
+                    // found reachable (a scan that races with start), then again 10 s later. Run that
+                    // periodic registration now instead of waiting for it.
+                    lastNudge[0] = System.nanoTime();
+                    broker.controller().registerBrokerAll(true, false, true);
+                }
+                return cluster;
             },
             c -> c.brokers().containsKey(brokerName));
     }

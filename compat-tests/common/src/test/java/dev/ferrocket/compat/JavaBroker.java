@@ -1,8 +1,11 @@
 package dev.ferrocket.compat;
 
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.common.BrokerConfig;
+import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -13,17 +16,53 @@ import org.apache.rocketmq.store.config.MessageStoreConfig;
  */
 public final class JavaBroker implements AutoCloseable {
     private final BrokerController controller;
+    private final RecordingRpcHook calls;
     private final String cluster;
     private final String brokerName;
     private boolean stopped;
 
-    private JavaBroker(BrokerController controller, String cluster, String brokerName) {
+    private JavaBroker(BrokerController controller, RecordingRpcHook calls, String cluster, String brokerName) {
         this.controller = controller;
+        this.calls = calls;
         this.cluster = cluster;
         this.brokerName = brokerName;
     }
 
     public static JavaBroker start(String cluster, String brokerName, String namesrvAddr) throws Exception {
+        BrokerController controller = newController(cluster, brokerName, namesrvAddr);
+        RecordingRpcHook calls = new RecordingRpcHook("broker " + brokerName);
+        controller.getBrokerOuterAPI().registerRPCHook(calls);
+        if (!controller.initialize()) {
+            controller.shutdown();
+            throw new IllegalStateException("Java broker " + brokerName + " failed to initialize");
+        }
+        controller.start();
+        return new JavaBroker(controller, calls, cluster, brokerName);
+    }
+
+    /**
+     * The topic table a freshly started broker registers (system topics, TBW102, cluster and broker
+     * topics), read from an initialized but never started broker.
+     */
+    public static Map<String, TopicConfig> freshTopicTable(String cluster, String brokerName) {
+        BrokerController controller = newController(cluster, brokerName, null);
+        try {
+            if (!controller.initialize()) {
+                throw new IllegalStateException("Java broker " + brokerName + " failed to initialize");
+            }
+            return new TreeMap<>(controller.getTopicConfigManager().getTopicConfigTable());
+        } catch (Exception e) {
+            throw new IllegalStateException("cannot initialize a Java broker", e);
+        } finally {
+            try {
+                controller.shutdown();
+            } catch (RuntimeException e) {
+                // never started: some services have nothing to stop
+            }
+        }
+    }
+
+    private static BrokerController newController(String cluster, String brokerName, String namesrvAddr) {
         Compat.init();
         Path store = TestDirs.fresh("java-broker-" + brokerName);
         int port = Ports.freeBrokerPort();
@@ -51,13 +90,7 @@ public final class JavaBroker implements AutoCloseable {
         storeConfig.setMaxIndexNum(40_000);
         storeConfig.setTransientStorePoolEnable(false);
 
-        BrokerController controller = new BrokerController(brokerConfig, serverConfig, new NettyClientConfig(), storeConfig);
-        if (!controller.initialize()) {
-            controller.shutdown();
-            throw new IllegalStateException("Java broker " + brokerName + " failed to initialize (store " + store + ")");
-        }
-        controller.start();
-        return new JavaBroker(controller, cluster, brokerName);
+        return new BrokerController(brokerConfig, serverConfig, new NettyClientConfig(), storeConfig);
     }
 
     /** {@code 127.0.0.1:<listenPort>}, as registered with the NameServer. */
@@ -71,6 +104,11 @@ public final class JavaBroker implements AutoCloseable {
 
     public String brokerName() {
         return brokerName;
+    }
+
+    /** What the broker sent to the NameServer (REGISTER_BROKER 103, UNREGISTER_BROKER 104, ...). */
+    public RecordingRpcHook calls() {
+        return calls;
     }
 
     public BrokerController controller() {

@@ -17,7 +17,9 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -44,8 +46,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * The official Java broker registers with ferrocket's NameServer; the official producer, push
  * consumer and admin client then work through ferrocket's routes.
  *
- * <p>One NameServer and one broker for the whole class. The tests run in a fixed order because the
- * last one changes permissions for every topic of the broker.
+ * <p>One NameServer and one broker for the whole class. The tests run in a fixed order: the
+ * permission test changes every topic of the broker, and the last test stops the broker.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -310,5 +312,33 @@ class NamesrvWithJavaBrokerTest {
         assertEquals(PERM_READ | PERM_WRITE, NamesrvQueries.route(admin, routeTopic).queueOf(BROKER).perm(), "perm of " + routeTopic + " after add");
         int tbwPerm = NamesrvQueries.route(admin, TBW102).queueOf(BROKER).perm();
         assertTrue((tbwPerm & PERM_WRITE) != 0 && (tbwPerm & PERM_READ) != 0, "TBW102 perm after add: " + tbwPerm);
+    }
+
+    @Test
+    @Order(9)
+    void stoppedBrokerLeavesClusterInfoAndRoutesAtOnce() throws Exception {
+        String topic = Compat.unique("short-lived");
+        env.createTopicAndAwaitRoute(topic, 4, 4, PERM_READ | PERM_WRITE);
+
+        // BrokerController.shutdown() sends UNREGISTER_BROKER (104) and later closes its NameServer
+        // connection: a 5.x broker unregisters first and closes ~10 s later; a 4.9 broker stops its
+        // store (~5 s) before unregistering. Measure from the moment 104 leaves the broker.
+        CompletableFuture<Void> shutdown = CompletableFuture.runAsync(env.broker::close);
+        long unregistered = Wait.until("the Java broker to send UNREGISTER_BROKER (104) during shutdown",
+            Duration.ofSeconds(30), () -> env.broker.calls().firstSentNanos(104), t -> t != null);
+        Wait.until("ferrocket to drop " + BROKER + " from cluster info and from the routes of " + topic
+                + " and TBW102 after UNREGISTER_BROKER", Duration.ofSeconds(3),
+            () -> {
+                env.namesrv.assertAlive();
+                Generation.Cluster cluster = NamesrvQueries.cluster(admin);
+                return !cluster.brokers().containsKey(BROKER)
+                    && !cluster.clusters().getOrDefault(CLUSTER, Set.of()).contains(BROKER)
+                    && NamesrvQueries.routeOrNull(admin, topic) == null
+                    && NamesrvQueries.routeOrNull(admin, TBW102) == null;
+            });
+        long ms = Duration.ofNanos(System.nanoTime() - unregistered).toMillis();
+        System.out.printf("[compat %s] broker gone from ferrocket %d ms after it sent UNREGISTER_BROKER (shutdown %s)%n",
+            gen.tag(), ms, shutdown.isDone() ? "had finished" : "still running, connection still open");
+        shutdown.get(60, TimeUnit.SECONDS);
     }
 }

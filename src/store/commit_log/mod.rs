@@ -1,0 +1,3 @@
+//! The CommitLog: every message of every topic, appended to one queue of segments.
+
+pub mod record;

@@ -1,0 +1,124 @@
+//! The store's settings (`MessageStoreConfig.java` keys the store honours), as a plain struct;
+//! the broker fills it from `broker.conf`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `flushDiskType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FlushDiskType {
+    #[default]
+    AsyncFlush,
+    SyncFlush,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    pub store_path_root_dir: PathBuf,
+    /// `storePathCommitLog`; `<root>/commitlog` when `None`.
+    pub store_path_commit_log: Option<PathBuf>,
+    pub mapped_file_size_commit_log: usize,
+    /// Rounded up to a multiple of 20 by [`StoreConfig::consume_queue_file_size`].
+    pub mapped_file_size_consume_queue: usize,
+    pub flush_disk_type: FlushDiskType,
+    pub flush_interval_commit_log: Duration,
+    pub flush_commit_log_least_pages: usize,
+    pub flush_commit_log_thorough_interval: Duration,
+    pub flush_interval_consume_queue: Duration,
+    pub flush_consume_queue_least_pages: usize,
+    pub flush_consume_queue_thorough_interval: Duration,
+    pub sync_flush_timeout: Duration,
+    pub max_message_size: usize,
+    pub check_crc_on_recover: bool,
+    pub message_index_enable: bool,
+    pub max_hash_slot_num: usize,
+    pub max_index_num: usize,
+    /// Hours a CommitLog segment is kept after its last write.
+    pub file_reserved_time: u64,
+    /// `;`-separated hours of the day when expired files are deleted.
+    pub delete_when: String,
+    pub disk_max_used_space_ratio: u32,
+    pub disk_space_warning_level_ratio: u32,
+    pub disk_space_clean_forcibly_ratio: u32,
+    pub clean_file_forcibly_enable: bool,
+    pub clean_resource_interval: Duration,
+    pub delete_file_batch_max: usize,
+    pub max_transfer_bytes_on_message_in_memory: usize,
+    pub max_transfer_count_on_message_in_memory: usize,
+    pub max_transfer_bytes_on_message_in_disk: usize,
+    pub max_transfer_count_on_message_in_disk: usize,
+    pub access_message_in_memory_max_ratio: u32,
+    pub max_filter_message_size: usize,
+    pub default_query_max_num: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let root = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from).join("store");
+        Self {
+            store_path_root_dir: root,
+            store_path_commit_log: None,
+            mapped_file_size_commit_log: 1024 * 1024 * 1024,
+            mapped_file_size_consume_queue: 300_000 * 20,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            flush_interval_commit_log: Duration::from_millis(500),
+            flush_commit_log_least_pages: 4,
+            flush_commit_log_thorough_interval: Duration::from_secs(10),
+            flush_interval_consume_queue: Duration::from_millis(1000),
+            flush_consume_queue_least_pages: 2,
+            flush_consume_queue_thorough_interval: Duration::from_secs(60),
+            sync_flush_timeout: Duration::from_millis(5000),
+            max_message_size: 4 * 1024 * 1024,
+            check_crc_on_recover: true,
+            message_index_enable: true,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 20_000_000,
+            file_reserved_time: 72,
+            delete_when: "04".into(),
+            disk_max_used_space_ratio: 75,
+            disk_space_warning_level_ratio: 90,
+            disk_space_clean_forcibly_ratio: 85,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval: Duration::from_secs(10),
+            delete_file_batch_max: 10,
+            max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_disk: 64 * 1024,
+            max_transfer_count_on_message_in_disk: 8,
+            access_message_in_memory_max_ratio: 40,
+            max_filter_message_size: 16_000,
+            default_query_max_num: 32,
+        }
+    }
+}
+
+impl StoreConfig {
+    pub fn commit_log_dir(&self) -> PathBuf {
+        self.store_path_commit_log.clone().unwrap_or_else(|| self.store_path_root_dir.join("commitlog"))
+    }
+
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("checkpoint")
+    }
+
+    pub fn abort_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("abort")
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("lock")
+    }
+
+    /// `getMappedFileSizeConsumeQueue`: rounded up to whole 20-byte units.
+    pub fn consume_queue_file_size(&self) -> usize {
+        self.mapped_file_size_consume_queue.div_ceil(20) * 20
+    }
+}

@@ -1,0 +1,286 @@
+//! A directory of equal-size segments named by their start offset (`MappedFileQueue.java`).
+//!
+//! ```text
+//! 00000000000000000000  00000000001073741824  00000000002147483648 ...
+//! [ full               ][ full               ][ wrote … | free     ]
+//! ```
+//!
+//! With preallocation on (the CommitLog), creating segment N starts building and pre-faulting
+//! segment N+1 on a background thread, so a roll never pays for file creation or page faults.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use tracing::{info, warn};
+
+use super::mapped_file::MappedFile;
+use super::StoreError;
+
+type Prepared = (u64, JoinHandle<std::io::Result<MappedFile>>);
+
+pub struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    flushed_where: AtomicU64,
+    preallocate: bool,
+    next: Mutex<Option<Prepared>>,
+}
+
+impl MappedFileQueue {
+    /// Loads the segments in `dir` (created if missing). A zero-length last file is deleted; any
+    /// other size mismatch is an error naming the file.
+    pub fn load(dir: &Path, file_size: usize, preallocate: bool) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(StoreError::io(format!("create {}", dir.display())))?;
+        let mut names: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+            .map_err(StoreError::io(format!("list {}", dir.display())))?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name.len() == 20).then(|| name.parse::<u64>().ok().map(|o| (o, e.path()))).flatten()
+            })
+            .collect();
+        names.sort();
+        let mut files = Vec::with_capacity(names.len());
+        let count = names.len();
+        for (i, (offset, path)) in names.into_iter().enumerate() {
+            let len = std::fs::metadata(&path).map_err(StoreError::io(format!("stat {}", path.display())))?.len();
+            if len == 0 && i + 1 == count {
+                warn!(file = %path.display(), "deleting zero-length last segment");
+                std::fs::remove_file(&path).map_err(StoreError::io(format!("delete {}", path.display())))?;
+                continue;
+            }
+            let f = MappedFile::open(&path, offset, file_size).map_err(StoreError::io(format!("open {}", path.display())))?;
+            files.push(Arc::new(f));
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            file_size,
+            files: RwLock::new(files),
+            flushed_where: AtomicU64::new(0),
+            preallocate,
+            next: Mutex::new(None),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
+        self.files.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<MappedFile>>> {
+        self.files.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.read().clone()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    pub fn first(&self) -> Option<Arc<MappedFile>> {
+        self.read().first().cloned()
+    }
+
+    pub fn last(&self) -> Option<Arc<MappedFile>> {
+        self.read().last().cloned()
+    }
+
+    /// The segment holding `offset`.
+    pub fn find(&self, offset: u64) -> Option<Arc<MappedFile>> {
+        let files = self.read();
+        let first = files.first()?.file_from_offset();
+        let size = self.file_size as u64;
+        let idx = usize::try_from(offset.checked_sub(first)? / size).ok()?;
+        match files.get(idx) {
+            Some(f) if f.file_from_offset() <= offset && offset < f.file_from_offset() + size => Some(f.clone()),
+            _ => files.iter().find(|f| f.file_from_offset() <= offset && offset < f.file_from_offset() + size).cloned(),
+        }
+    }
+
+    /// First offset still on disk.
+    pub fn min_offset(&self) -> u64 {
+        self.first().map_or(0, |f| f.file_from_offset())
+    }
+
+    /// End of the written data.
+    pub fn max_offset(&self) -> u64 {
+        self.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as u64)
+    }
+
+    pub fn flushed_where(&self) -> u64 {
+        self.flushed_where.load(Ordering::Acquire)
+    }
+
+    pub fn set_flushed_where(&self, offset: u64) {
+        self.flushed_where.store(offset, Ordering::Release);
+    }
+
+    /// The segment to write into: the last one unless it is full, else a new one starting where
+    /// the last ends (or at `start_if_empty`).
+    pub fn last_for_write(&self, start_if_empty: u64) -> Result<Arc<MappedFile>, StoreError> {
+        let start = match self.last() {
+            Some(f) if !f.is_full() => return Ok(f),
+            Some(f) => f.file_from_offset() + self.file_size as u64,
+            None => start_if_empty - start_if_empty % self.file_size as u64,
+        };
+        let file = Arc::new(self.take_prepared(start)?);
+        self.write().push(file.clone());
+        if self.preallocate {
+            self.prepare(start + self.file_size as u64);
+        }
+        Ok(file)
+    }
+
+    fn take_prepared(&self, start: u64) -> Result<MappedFile, StoreError> {
+        let prepared = self.next.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((offset, handle)) = prepared {
+            match handle.join() {
+                Ok(Ok(file)) if offset == start => return Ok(file),
+                Ok(Ok(file)) => {
+                    // Not the one we need (the queue was truncated); discard it.
+                    let _ = std::fs::remove_file(file.path());
+                }
+                Ok(Err(e)) => warn!(error = %e, "preallocating a segment failed; creating it now"),
+                Err(_) => warn!("preallocation thread panicked; creating the segment now"),
+            }
+        }
+        MappedFile::create(&self.dir, start, self.file_size)
+            .map_err(StoreError::io(format!("create segment {} in {}", start, self.dir.display())))
+    }
+
+    fn prepare(&self, start: u64) {
+        let (dir, size) = (self.dir.clone(), self.file_size);
+        let spawned = std::thread::Builder::new().name("ferrocket-prealloc".into()).spawn(move || {
+            let f = MappedFile::create(&dir, start, size)?;
+            f.prefault();
+            Ok(f)
+        });
+        match spawned {
+            Ok(h) => *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some((start, h)),
+            Err(e) => warn!(error = %e, "cannot start the preallocation thread"),
+        }
+    }
+
+    /// Flushes from `flushed_where` up to the written end, segment by segment, if at least
+    /// `least_pages` pages are dirty (0 = anything). Returns the new flushed offset. Blocking.
+    pub fn flush(&self, least_pages: usize) -> std::io::Result<u64> {
+        let mut where_ = self.flushed_where();
+        while let Some(f) = self.find(where_) {
+            let flushed = f.flush(least_pages)?;
+            let reached = f.file_from_offset() + flushed as u64;
+            if reached > where_ {
+                where_ = reached;
+                self.flushed_where.fetch_max(reached, Ordering::AcqRel);
+            }
+            if !(f.is_full() && flushed == f.size()) {
+                break;
+            }
+        }
+        Ok(self.flushed_where())
+    }
+
+    /// Recovery: data ends at `offset`. The segment holding it is cut there; later ones are
+    /// deleted.
+    pub fn truncate_dirty(&self, offset: u64) -> Result<(), StoreError> {
+        let mut files = self.write();
+        let mut keep = Vec::with_capacity(files.len());
+        for f in files.drain(..) {
+            let from = f.file_from_offset();
+            if from + self.file_size as u64 <= offset {
+                keep.push(f);
+            } else if from <= offset {
+                f.truncate_to((offset - from) as usize)
+                    .map_err(StoreError::io(format!("truncate {}", f.path().display())))?;
+                keep.push(f);
+            } else {
+                info!(file = %f.path().display(), "deleting segment past the end of valid data");
+                std::fs::remove_file(f.path()).map_err(StoreError::io(format!("delete {}", f.path().display())))?;
+            }
+        }
+        *files = keep;
+        drop(files);
+        self.flushed_where.fetch_min(offset, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Removes the first `n` segments from the queue and deletes their files. Readers holding
+    /// slices keep the mappings until they let go.
+    pub fn delete_first(&self, n: usize) -> Result<usize, StoreError> {
+        let removed: Vec<_> = {
+            let mut files = self.write();
+            let n = n.min(files.len());
+            files.drain(..n).collect()
+        };
+        for f in &removed {
+            std::fs::remove_file(f.path()).map_err(StoreError::io(format!("delete {}", f.path().display())))?;
+        }
+        Ok(removed.len())
+    }
+
+    /// Deletes every segment and the directory's files (used when the queue is rebuilt).
+    pub fn destroy(&self) -> Result<(), StoreError> {
+        let n = self.read().len();
+        self.delete_first(n)?;
+        self.flushed_where.store(0, Ordering::Release);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolls_segments_and_finds_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::load(dir.path(), 4096, true).unwrap();
+        assert_eq!(q.max_offset(), 0);
+        let f = q.last_for_write(0).unwrap();
+        f.append(&[1u8; 4096], 1).unwrap();
+        let g = q.last_for_write(0).unwrap();
+        assert_eq!(g.file_from_offset(), 4096);
+        g.append(&[2u8; 100], 2).unwrap();
+        assert_eq!(q.max_offset(), 4196);
+        assert_eq!(q.find(4100).unwrap().file_from_offset(), 4096);
+        assert_eq!(q.find(10).unwrap().file_from_offset(), 0);
+        assert!(q.find(9000).is_none());
+        assert_eq!(q.flush(0).unwrap(), 4196);
+
+        let again = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
+        // The preallocated third segment exists too.
+        assert!(again.files().len() >= 2);
+        again.truncate_dirty(4196).unwrap();
+        assert_eq!(again.files().len(), 2);
+        assert_eq!(again.max_offset(), 4196);
+        again.truncate_dirty(100).unwrap();
+        assert_eq!(again.files().len(), 1);
+        assert_eq!(again.max_offset(), 100);
+        assert!(MappedFileQueue::load(dir.path(), 8192, false).is_err(), "size mismatch must fail");
+    }
+
+    #[test]
+    fn delete_first_keeps_slices_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
+        let f = q.last_for_write(0).unwrap();
+        f.append(b"abc", 1).unwrap();
+        let s = f.slice(0, 3).unwrap();
+        f.mark_full();
+        q.last_for_write(0).unwrap();
+        assert_eq!(q.delete_first(1).unwrap(), 1);
+        assert_eq!(q.min_offset(), 4096);
+        assert_eq!(&*s, b"abc");
+    }
+}

@@ -1,0 +1,45 @@
+//! The message store: one append-only CommitLog shared by every topic, a ConsumeQueue per
+//! topic/queue pointing into it, IndexFiles for lookups by key, a checkpoint for bounded
+//! recovery. Byte-compatible with the Java broker's store directory.
+//!
+//! May import: `crate::model` only. It never sees wire types, so other front ends can share it.
+//!
+//! ```text
+//! <root>/commitlog/00000000000000000000     records, 1 GiB segments (commit_log/record.rs)
+//! <root>/consumequeue/<topic>/<queueId>/…   20-byte units: offset:i64 size:i32 tagsCode:i64
+//! <root>/index/yyyyMMddHHmmssSSS           40-byte header, hash slots, 20-byte entries
+//! <root>/checkpoint                         physicMsgTimestamp logicsMsgTimestamp indexMsgTimestamp …
+//! <root>/abort                              present while running: its presence means a crash
+//! <root>/lock                               exclusive process lock
+//! ```
+
+pub mod commit_log;
+pub mod config;
+pub mod mapped_file;
+pub mod mapped_file_queue;
+
+pub use config::{FlushDiskType, StoreConfig};
+
+use std::path::PathBuf;
+
+/// A store failure. Messages name the file or setting involved.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("store directory {0} is in use by another process (lock held)")]
+    Locked(PathBuf),
+    #[error("store refuses writes: {0}")]
+    NotWritable(String),
+    #[error("illegal message: {0}")]
+    MessageIllegal(String),
+    #[error("store is shut down")]
+    ShutDown,
+}
+
+impl StoreError {
+    pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StoreError {
+        let context = context.into();
+        move |source| StoreError::Io { context, source }
+    }
+}
