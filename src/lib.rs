@@ -15,3 +15,4 @@ pub mod protocol;
 pub mod remoting;
 pub mod shutdown;
 pub mod store;
+pub mod tools;

@@ -52,7 +52,8 @@ impl MappedFileQueue {
                 std::fs::remove_file(&path).map_err(StoreError::io(format!("delete {}", path.display())))?;
                 continue;
             }
-            let f = MappedFile::open(&path, offset, file_size).map_err(StoreError::io(format!("open {}", path.display())))?;
+            let f = MappedFile::open(&path, offset, file_size)
+                .map_err(StoreError::io(format!("open {}", path.display())))?;
             files.push(Arc::new(f));
         }
         Ok(Self {
@@ -156,8 +157,11 @@ impl MappedFileQueue {
                 Err(_) => warn!("preallocation thread panicked; creating the segment now"),
             }
         }
-        MappedFile::create(&self.dir, start, self.file_size)
-            .map_err(StoreError::io(format!("create segment {} in {}", start, self.dir.display())))
+        MappedFile::create(&self.dir, start, self.file_size).map_err(StoreError::io(format!(
+            "create segment {} in {}",
+            start,
+            self.dir.display()
+        )))
     }
 
     fn prepare(&self, start: u64) {

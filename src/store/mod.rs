@@ -13,10 +13,23 @@
 //! <root>/lock                               exclusive process lock
 //! ```
 
+pub mod checkpoint;
 pub mod commit_log;
 pub mod config;
+pub mod consume_queue;
+mod dispatch;
+mod flush;
+pub mod get;
+mod housekeeping;
+pub mod index;
 pub mod mapped_file;
 pub mod mapped_file_queue;
+mod message_store;
+mod recovery;
+mod retention;
+
+pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
+pub use message_store::{ArrivalListener, MessageStore, PutMessageResult, PutStatus};
 
 pub use config::{FlushDiskType, StoreConfig};
 

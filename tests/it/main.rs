@@ -1,7 +1,9 @@
 //! Integration tests: servers on 127.0.0.1:0, driven over real TCP.
 
 mod bad_input;
+mod crash;
 mod golden;
 mod layering;
 mod namesrv;
+mod store;
 mod support;

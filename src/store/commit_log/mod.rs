@@ -1,3 +1,205 @@
-//! The CommitLog: every message of every topic, appended to one queue of segments.
+//! The CommitLog: every message of every topic, appended to one queue of segments
+//! (`CommitLog.java`). One writer at a time; queue offsets are assigned under the same lock,
+//! so records are in queue-offset order within each queue.
 
 pub mod record;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tracing::{info, warn};
+
+use self::record::{RecordCheck, END_FILE_MIN_BLANK_LENGTH};
+use super::mapped_file::MappedSlice;
+use super::mapped_file_queue::MappedFileQueue;
+use super::StoreError;
+use crate::model::message::{sys_flag, MessageToStore, StoredMessage};
+
+/// Where an append landed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppendResult {
+    /// CommitLog offset of each record, in order.
+    pub offsets: Vec<i64>,
+    /// CommitLog offset just past the last record.
+    pub end_offset: u64,
+    /// Queue offset of the first record.
+    pub queue_offset: i64,
+    pub store_timestamp: i64,
+    pub wrote_bytes: usize,
+}
+
+struct Writer {
+    /// `"<topic>-<queueId>"` -> next queue offset (`topicQueueTable`).
+    queue_offsets: HashMap<String, i64>,
+    buf: Vec<u8>,
+}
+
+pub struct CommitLog {
+    files: MappedFileQueue,
+    writer: Mutex<Writer>,
+}
+
+fn queue_key(topic: &str, queue_id: i32) -> String {
+    format!("{topic}-{queue_id}")
+}
+
+impl CommitLog {
+    pub fn load(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
+        Ok(Self {
+            files: MappedFileQueue::load(dir, file_size, true)?,
+            writer: Mutex::new(Writer { queue_offsets: HashMap::new(), buf: Vec::with_capacity(64 * 1024) }),
+        })
+    }
+
+    pub fn files(&self) -> &MappedFileQueue {
+        &self.files
+    }
+
+    pub fn min_offset(&self) -> u64 {
+        self.files.min_offset()
+    }
+
+    pub fn max_offset(&self) -> u64 {
+        self.files.max_offset()
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the next queue offset of a queue (recovery, topic deletion).
+    pub fn set_queue_offset(&self, topic: &str, queue_id: i32, next: i64) {
+        self.writer().queue_offsets.insert(queue_key(topic, queue_id), next);
+    }
+
+    pub fn remove_topic_offsets(&self, topic: &str) {
+        let prefix = format!("{topic}-");
+        self.writer()
+            .queue_offsets
+            .retain(|k, _| !(k.starts_with(&prefix) && k[prefix.len()..].parse::<i32>().is_ok()));
+    }
+
+    /// Appends `msgs` (one message, or a batch for one topic/queue) as consecutive records.
+    /// `now` gives the store timestamp, read inside the lock so store times follow file order.
+    pub fn append(&self, msgs: &[MessageToStore], now: impl Fn() -> i64) -> Result<AppendResult, StoreError> {
+        let first = msgs.first().ok_or_else(|| StoreError::MessageIllegal("empty batch".into()))?;
+        let tx = sys_flag::transaction_type(first.sys_flag);
+        let takes_offset = tx != sys_flag::TRANSACTION_PREPARED && tx != sys_flag::TRANSACTION_ROLLBACK;
+        let mut w = self.writer();
+        let w = &mut *w;
+        w.buf.clear();
+        let mut patches = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            let start = w.buf.len();
+            patches.push((start, record::encode(m, &mut w.buf)));
+        }
+        let total = w.buf.len();
+        let size = self.files.file_size();
+        if total + END_FILE_MIN_BLANK_LENGTH > size {
+            return Err(StoreError::MessageIllegal(format!(
+                "{total} bytes do not fit in a {size}-byte CommitLog segment"
+            )));
+        }
+        let key = queue_key(&first.topic, first.queue_id);
+        let queue_offset = if takes_offset { w.queue_offsets.get(&key).copied().unwrap_or(0) } else { 0 };
+        let store_timestamp = now();
+        let mut file = self.files.last_for_write(0)?;
+        let free = size - file.wrote_position();
+        if total + END_FILE_MIN_BLANK_LENGTH > free {
+            file.append(&record::blank(free), 0);
+            file.mark_full();
+            file = self.files.last_for_write(0)?;
+        }
+        let base = file.file_from_offset() + file.wrote_position() as u64;
+        let mut offsets = Vec::with_capacity(msgs.len());
+        for (i, (start, patch)) in patches.iter().enumerate() {
+            let end = patches.get(i + 1).map_or(total, |p| p.0);
+            let phys = (base + *start as u64) as i64;
+            let qo = if takes_offset { queue_offset + i as i64 } else { 0 };
+            record::patch(&mut w.buf[*start..end], *patch, qo, phys, store_timestamp);
+            offsets.push(phys);
+        }
+        file.append(&w.buf, store_timestamp)
+            .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))?;
+        if takes_offset {
+            w.queue_offsets.insert(key, queue_offset + msgs.len() as i64);
+        }
+        Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
+    }
+
+    /// The written bytes from `offset` to the end of its segment.
+    pub fn data_from(&self, offset: u64) -> Option<MappedSlice> {
+        let f = self.files.find(offset)?;
+        f.slice_from((offset - f.file_from_offset()) as usize)
+    }
+
+    /// The record of `size` bytes at `offset`.
+    pub fn record(&self, offset: u64, size: usize) -> Option<MappedSlice> {
+        let f = self.files.find(offset)?;
+        f.slice((offset - f.file_from_offset()) as usize, size)
+    }
+
+    /// Decodes the record at `offset` (its size read from the record itself).
+    pub fn message(&self, offset: u64) -> Option<StoredMessage> {
+        let head = self.record(offset, 4)?;
+        let size = usize::try_from(i32::from_be_bytes(head[..4].try_into().ok()?)).ok()?;
+        record::decode(&self.record(offset, size)?, false)
+    }
+
+    /// Recovery scan from the segment at `start`: checks records (with CRC if `check_crc`) until
+    /// the first invalid one, calling `visit` for each; returns the end of valid data.
+    pub fn scan_valid(&self, start: u64, check_crc: bool, mut visit: impl FnMut(&record::DispatchRequest)) -> u64 {
+        let mut offset = start;
+        while let Some(f) = self.files.find(offset) {
+            let Some(data) = f.slice_from((offset - f.file_from_offset()) as usize) else { break };
+            let mut pos = 0usize;
+            let mut next_file = false;
+            loop {
+                match record::check(&data[pos..], check_crc) {
+                    RecordCheck::Record(d) if d.commit_log_offset == (offset + pos as u64) as i64 => {
+                        visit(&d);
+                        pos += d.size as usize;
+                    }
+                    RecordCheck::Record(d) => {
+                        warn!(
+                            at = offset + pos as u64,
+                            recorded = d.commit_log_offset,
+                            "record's own offset disagrees with its position; end of valid data"
+                        );
+                        break;
+                    }
+                    RecordCheck::Blank => {
+                        next_file = true;
+                        break;
+                    }
+                    RecordCheck::Invalid(why) => {
+                        if pos < data.len() && data[pos..].iter().take(8).any(|b| *b != 0) {
+                            info!(at = offset + pos as u64, reason = why, "end of valid CommitLog data");
+                        }
+                        break;
+                    }
+                }
+            }
+            if !next_file {
+                return offset + pos as u64;
+            }
+            offset = f.file_from_offset() + f.size() as u64;
+        }
+        offset
+    }
+
+    /// Recovery: cuts the CommitLog at `offset`.
+    pub fn truncate(&self, offset: u64) -> Result<(), StoreError> {
+        self.files.truncate_dirty(offset)?;
+        self.files.set_flushed_where(offset);
+        Ok(())
+    }
+
+    pub fn segments(&self) -> Vec<Arc<super::mapped_file::MappedFile>> {
+        self.files.files()
+    }
+}
+
+#[cfg(test)]
+mod tests;

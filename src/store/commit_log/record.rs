@@ -76,7 +76,14 @@ fn topic_is_v2(topic: &str) -> bool {
 /// Bytes the record of `msg` will take.
 pub fn record_len(msg: &MessageToStore) -> usize {
     let v2 = topic_is_v2(&msg.topic);
-    4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+    4 + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
         + host_len(msg.born_host.is_ipv6())
         + 8
         + host_len(msg.store_host.is_ipv6())
@@ -90,7 +97,7 @@ pub fn record_len(msg: &MessageToStore) -> usize {
         + msg.properties.len()
 }
 
-/// Offsets inside an encoded record that are filled in at append time.
+/// Offsets, relative to the record's start, of fields filled in at append time.
 #[derive(Clone, Copy, Debug)]
 pub struct Patch {
     pub store_timestamp_pos: usize,
@@ -109,6 +116,7 @@ pub fn encode(msg: &MessageToStore, out: &mut Vec<u8>) -> Patch {
         flag |= sys_flag::STOREHOST_V6;
     }
     out.reserve(total);
+    let start = out.len();
     out.extend_from_slice(&(total as i32).to_be_bytes());
     out.extend_from_slice(&(if v2 { MAGIC_V2 } else { MAGIC_V1 }).to_be_bytes());
     out.extend_from_slice(&((crc32fast::hash(&msg.body) & 0x7FFF_FFFF) as i32).to_be_bytes());
@@ -119,7 +127,7 @@ pub fn encode(msg: &MessageToStore, out: &mut Vec<u8>) -> Patch {
     out.extend_from_slice(&flag.to_be_bytes());
     out.extend_from_slice(&msg.born_timestamp.to_be_bytes());
     put_host(out, msg.born_host);
-    let store_timestamp_pos = out.len();
+    let store_timestamp_pos = out.len() - start;
     out.extend_from_slice(&0i64.to_be_bytes());
     put_host(out, msg.store_host);
     out.extend_from_slice(&msg.reconsume_times.to_be_bytes());

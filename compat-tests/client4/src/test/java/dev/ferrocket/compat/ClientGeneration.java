@@ -7,13 +7,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.common.DataVersion;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.TopicConfig;
-import org.apache.rocketmq.common.UtilAll;
-import org.apache.rocketmq.common.protocol.RequestCode;
 import org.apache.rocketmq.common.protocol.body.RegisterBrokerBody;
 import org.apache.rocketmq.common.protocol.body.TopicConfigSerializeWrapper;
-import org.apache.rocketmq.common.protocol.header.namesrv.RegisterBrokerRequestHeader;
-import org.apache.rocketmq.common.protocol.header.namesrv.RegisterBrokerResponseHeader;
-import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /** RocketMQ 4.9.8: protocol classes under {@code org.apache.rocketmq.common.protocol}. */
@@ -41,17 +36,8 @@ public final class ClientGeneration implements Generation {
     }
 
     @Override
-    public RemotingCommand registerBrokerRequest(BrokerIdentity broker, Map<String, TopicConfig> topics,
-                                                 long dataVersionCounter, long dataVersionTimestamp) {
-        // Mirrors BrokerOuterAPI.registerBrokerAll of 4.9.x (no enableActingMaster, no mapping data).
-        RegisterBrokerRequestHeader header = new RegisterBrokerRequestHeader();
-        header.setBrokerAddr(broker.brokerAddr());
-        header.setBrokerId(broker.brokerId());
-        header.setBrokerName(broker.brokerName());
-        header.setClusterName(broker.cluster());
-        header.setHaServerAddr(broker.haServerAddr());
-        header.setCompressed(false);
-
+    public byte[] registerBrokerBody(Map<String, TopicConfig> topics, long dataVersionCounter, long dataVersionTimestamp) {
+        // Mirrors BrokerOuterAPI.registerBrokerAll of 4.9.x: a plain TopicConfigSerializeWrapper.
         DataVersion dataVersion = new DataVersion();
         dataVersion.getCounter().set(dataVersionCounter);
         dataVersion.setTimestamp(dataVersionTimestamp);
@@ -62,19 +48,12 @@ public final class ClientGeneration implements Generation {
         RegisterBrokerBody body = new RegisterBrokerBody();
         body.setTopicConfigSerializeWrapper(wrapper);
         body.setFilterServerList(List.of());
-        byte[] bytes = body.encode(false);
-        header.setBodyCrc32(UtilAll.crc32(bytes));
-
-        RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.REGISTER_BROKER, header);
-        request.setBody(bytes);
-        return request;
+        return body.encode(false);
     }
 
     @Override
-    public RegisterResult decodeRegisterResponse(RemotingCommand response) throws Exception {
-        RegisterBrokerResponseHeader header =
-            (RegisterBrokerResponseHeader) response.decodeCommandCustomHeader(RegisterBrokerResponseHeader.class);
-        return new RegisterResult(header.getMasterAddr(), header.getHaServerAddr());
+    public Map<String, String> registerBrokerHeaderExtras() {
+        // 4.9 brokers send no enableActingMaster and no heartbeatTimeoutMillis.
+        return Map.of();
     }
-
 }

@@ -6,15 +6,10 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.TopicConfig;
-import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.remoting.protocol.DataVersion;
-import org.apache.rocketmq.remoting.protocol.RemotingCommand;
-import org.apache.rocketmq.remoting.protocol.RequestCode;
 import org.apache.rocketmq.remoting.protocol.body.RegisterBrokerBody;
 import org.apache.rocketmq.remoting.protocol.body.TopicConfigAndMappingSerializeWrapper;
 import org.apache.rocketmq.remoting.protocol.body.TopicConfigSerializeWrapper;
-import org.apache.rocketmq.remoting.protocol.header.namesrv.RegisterBrokerRequestHeader;
-import org.apache.rocketmq.remoting.protocol.header.namesrv.RegisterBrokerResponseHeader;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /** RocketMQ 5.3.1: protocol classes under {@code org.apache.rocketmq.remoting.protocol}. */
@@ -42,18 +37,8 @@ public final class ClientGeneration implements Generation {
     }
 
     @Override
-    public RemotingCommand registerBrokerRequest(BrokerIdentity broker, Map<String, TopicConfig> topics,
-                                                 long dataVersionCounter, long dataVersionTimestamp) {
-        // Mirrors BrokerOuterAPI.registerBrokerAll of 5.3.1.
-        RegisterBrokerRequestHeader header = new RegisterBrokerRequestHeader();
-        header.setBrokerAddr(broker.brokerAddr());
-        header.setBrokerId(broker.brokerId());
-        header.setBrokerName(broker.brokerName());
-        header.setClusterName(broker.cluster());
-        header.setHaServerAddr(broker.haServerAddr());
-        header.setEnableActingMaster(false);
-        header.setCompressed(false);
-
+    public byte[] registerBrokerBody(Map<String, TopicConfig> topics, long dataVersionCounter, long dataVersionTimestamp) {
+        // Mirrors BrokerOuterAPI.registerBrokerAll of 5.3.1: the wrapper carries (empty) static-topic mapping data.
         DataVersion dataVersion = new DataVersion();
         dataVersion.getCounter().set(dataVersionCounter);
         dataVersion.setTimestamp(dataVersionTimestamp);
@@ -62,20 +47,17 @@ public final class ClientGeneration implements Generation {
         wrapper.setDataVersion(dataVersion);
 
         RegisterBrokerBody body = new RegisterBrokerBody();
-        body.setTopicConfigSerializeWrapper(TopicConfigAndMappingSerializeWrapper.from(wrapper));
+        TopicConfigAndMappingSerializeWrapper withMapping = TopicConfigAndMappingSerializeWrapper.from(wrapper);
+        // The mapping data version is new on every call; pin its time so golden frames are stable.
+        withMapping.getMappingDataVersion().setTimestamp(dataVersionTimestamp);
+        body.setTopicConfigSerializeWrapper(withMapping);
         body.setFilterServerList(List.of());
-        byte[] bytes = body.encode(false);
-        header.setBodyCrc32(UtilAll.crc32(bytes));
-
-        RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.REGISTER_BROKER, header);
-        request.setBody(bytes);
-        return request;
+        return body.encode(false);
     }
 
     @Override
-    public RegisterResult decodeRegisterResponse(RemotingCommand response) throws Exception {
-        RegisterBrokerResponseHeader header = response.decodeCommandCustomHeader(RegisterBrokerResponseHeader.class);
-        return new RegisterResult(header.getMasterAddr(), header.getHaServerAddr());
+    public Map<String, String> registerBrokerHeaderExtras() {
+        // 5.x brokers send enableActingMaster (false unless slave-acting-master mode).
+        return Map.of("enableActingMaster", "false");
     }
-
 }

@@ -7,6 +7,7 @@ import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyRemotingClient;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.SerializeType;
 
 /**
  * A broker that exists only as REGISTER_BROKER requests sent over the official
@@ -21,10 +22,18 @@ public final class FakeBroker implements AutoCloseable {
     private final Generation.BrokerIdentity identity;
     private final Map<String, TopicConfig> topics = new LinkedHashMap<>();
     private final NettyRemotingClient client;
+    private final SerializeType serializeType;
     private long dataVersion = 0;
 
     public FakeBroker(Generation generation, String namesrvAddr, Generation.BrokerIdentity identity,
                       List<Generation.TopicSpec> topics) {
+        this(generation, namesrvAddr, identity, topics, SerializeType.JSON);
+    }
+
+    /** A fake broker whose requests use {@code serializeType} headers (JSON or ROCKETMQ binary). */
+    public FakeBroker(Generation generation, String namesrvAddr, Generation.BrokerIdentity identity,
+                      List<Generation.TopicSpec> topics, SerializeType serializeType) {
+        this.serializeType = serializeType;
         this.generation = generation;
         this.namesrvAddr = namesrvAddr;
         this.identity = identity;
@@ -42,19 +51,30 @@ public final class FakeBroker implements AutoCloseable {
 
     /** Sends REGISTER_BROKER (new data version each time); fails unless the answer is SUCCESS. */
     public Generation.RegisterResult register() throws Exception {
-        RemotingCommand request = generation.registerBrokerRequest(identity, topics, ++dataVersion,
+        RemotingCommand request = RegisterBroker.request(generation, identity, topics, ++dataVersion,
             System.currentTimeMillis());
-        RemotingCommand response = client.invokeSync(namesrvAddr, request, TIMEOUT_MILLIS);
+        RemotingCommand response = invoke(request);
         if (response.getCode() != 0) {
             throw new AssertionError("REGISTER_BROKER of " + identity + " answered code " + response.getCode()
                 + " remark " + response.getRemark());
         }
-        return generation.decodeRegisterResponse(response);
+        return RegisterBroker.decodeResponse(response);
     }
 
-    /** Closes the connection (no UNREGISTER_BROKER). */
+    /** Sends any request on this broker's connection, in its serialize type, and returns the answer. */
+    public RemotingCommand invoke(RemotingCommand request) throws Exception {
+        request.setSerializeTypeCurrentRPC(serializeType);
+        return client.invokeSync(namesrvAddr, request, TIMEOUT_MILLIS);
+    }
+
+    /**
+     * Closes the connection (no UNREGISTER_BROKER). The client's shutdown closes its channels first
+     * and then spends ~3 s stopping threads (5.x), so it finishes in the background.
+     */
     @Override
     public void close() {
-        client.shutdown();
+        Thread stopper = new Thread(client::shutdown, "fake-broker-shutdown-" + identity.brokerName());
+        stopper.setDaemon(true);
+        stopper.start();
     }
 }

@@ -8,6 +8,9 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
+import org.apache.rocketmq.remoting.protocol.SerializeType;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -100,7 +103,7 @@ class FakeBrokerRegistrationTest {
         }
         long ms = awaitGone(namesrv, admin, b, t1, t2, Duration.ofSeconds(3),
             "its connection was closed without UNREGISTER_BROKER; expiry is 120 s");
-        System.out.printf("[compat %s] broker gone %d ms after its connection closed%n", gen.tag(), ms);
+        System.out.printf("[compat %s] broker gone %d ms after its connection was closed%n", gen.tag(), ms);
     }
 
     @Test
@@ -119,11 +122,7 @@ class FakeBrokerRegistrationTest {
             assertEquals(m.brokerAddr(), result.masterAddr(), "masterAddr in the slave's RegisterBrokerResponseHeader");
             assertEquals(m.haServerAddr(), result.haServerAddr(), "haServerAddr in the slave's RegisterBrokerResponseHeader");
 
-            Map<Long, String> both = Map.of(0L, m.brokerAddr(), 1L, s.brokerAddr());
-            assertEquals(both, NamesrvQueries.cluster(admin).brokers().get(brokerName).brokerAddrs(),
-                "brokerAddrs in cluster info");
-            assertEquals(both, NamesrvQueries.route(admin, t1).brokerOf(brokerName).brokerAddrs(),
-                "brokerAddrs in the route of " + t1);
+            assertRegisteredMasterAndSlave(m, s, t1);
         }
     }
 
@@ -151,5 +150,79 @@ class FakeBrokerRegistrationTest {
                 expiringAdmin.shutdown();
             }
         }
+    }
+
+    @Test
+    void topicOnTwoBrokersLosesOnlyTheClosedBrokersQueues() throws Exception {
+        String cluster = Compat.unique("cluster");
+        String shared = Compat.unique("shared");
+        String onlyA = Compat.unique("only-a");
+        String onlyB = Compat.unique("only-b");
+        Generation.BrokerIdentity a = identity(cluster, Compat.unique("broker"), 0);
+        Generation.BrokerIdentity b = identity(cluster, Compat.unique("broker"), 0);
+        try (FakeBroker brokerB = new FakeBroker(gen, namesrv.addr(), b, twoTopics(shared, onlyB))) {
+            FakeBroker brokerA = new FakeBroker(gen, namesrv.addr(), a, twoTopics(shared, onlyA));
+            try {
+                brokerA.register();
+                brokerB.register();
+                Generation.Route route = NamesrvQueries.route(admin, shared);
+                assertEquals(Set.of(a.brokerName(), b.brokerName()),
+                    Set.copyOf(route.queues().stream().map(Generation.QueueView::brokerName).toList()),
+                    "QueueData brokers of " + shared + ": " + route);
+                assertEquals(Set.of(a.brokerName(), b.brokerName()),
+                    Set.copyOf(route.brokers().stream().map(Generation.BrokerView::brokerName).toList()),
+                    "BrokerData of " + shared + ": " + route);
+                assertEquals(Set.of(a.brokerName(), b.brokerName()), NamesrvQueries.cluster(admin).clusters().get(cluster),
+                    "members of " + cluster);
+            } finally {
+                brokerA.close();
+            }
+            Generation.Route survivor = Wait.until("the route of " + shared + " to keep only " + b.brokerName()
+                    + " after " + a.brokerName() + "'s connection closed", Duration.ofSeconds(3),
+                () -> NamesrvQueries.routeOrNull(admin, shared),
+                r -> r != null && r.queues().size() == 1 && r.brokers().size() == 1);
+            assertEquals(new Generation.QueueView(b.brokerName(), 4, 4, RW, 0), survivor.queues().get(0), "QueueData left");
+            assertEquals(Map.of(0L, b.brokerAddr()), survivor.brokers().get(0).brokerAddrs(), "BrokerData left");
+            assertEquals(null, NamesrvQueries.routeOrNull(admin, onlyA), "route of " + onlyA);
+            assertNotNull(NamesrvQueries.routeOrNull(admin, onlyB), "route of " + onlyB);
+            assertEquals(Set.of(b.brokerName()), NamesrvQueries.cluster(admin).clusters().get(cluster),
+                "members of " + cluster + " after one broker left");
+        }
+    }
+
+    @Test
+    void registrationAndRouteQueryInRocketmqBinaryHeaders() throws Exception {
+        // A Java peer started with -Drocketmq.serialize.type=ROCKETMQ sends binary headers; the
+        // server must decode them (it may answer in either form, the client reads both).
+        String t1 = Compat.unique("binary-a");
+        String t2 = Compat.unique("binary-b");
+        Generation.BrokerIdentity m = identity(Compat.unique("cluster"), Compat.unique("broker"), 0);
+        Generation.BrokerIdentity s = identity(m.cluster(), m.brokerName(), 1);
+        try (FakeBroker master = new FakeBroker(gen, namesrv.addr(), m, twoTopics(t1, t2), SerializeType.ROCKETMQ);
+             FakeBroker slave = new FakeBroker(gen, namesrv.addr(), s, twoTopics(t1, t2), SerializeType.ROCKETMQ)) {
+            master.register();
+            Generation.RegisterResult result = slave.register();
+            assertEquals(m.brokerAddr(), result.masterAddr(), "masterAddr for a slave registering with a ROCKETMQ header");
+            assertEquals(m.haServerAddr(), result.haServerAddr(), "haServerAddr for a slave registering with a ROCKETMQ header");
+            assertRegisteredMasterAndSlave(m, s, t1);
+
+            RemotingCommand request = RemotingCommand.createRequestCommand(105,
+                Protocol.header("header.namesrv.GetRouteInfoRequestHeader", Map.of("topic", t1)));
+            RemotingCommand response = master.invoke(request);
+            assertEquals(0, response.getCode(), "GET_ROUTEINFO_BY_TOPIC with a ROCKETMQ header: " + response);
+            assertNotNull(response.getBody(), "route body");
+            Object binaryRoute = RemotingSerializable.decode(response.getBody(), Protocol.typeOrNull("route.TopicRouteData"));
+            assertEquals(admin.examineTopicRouteInfo(t1), binaryRoute,
+                "the route answered to a ROCKETMQ request equals the one answered to JSON");
+        }
+    }
+
+    private void assertRegisteredMasterAndSlave(Generation.BrokerIdentity m, Generation.BrokerIdentity s, String topic)
+        throws Exception {
+        Map<Long, String> both = Map.of(0L, m.brokerAddr(), 1L, s.brokerAddr());
+        assertEquals(both, NamesrvQueries.cluster(admin).brokers().get(m.brokerName()).brokerAddrs(),
+            "brokerAddrs in cluster info");
+        assertEquals(both, NamesrvQueries.route(admin, topic).brokerOf(m.brokerName()).brokerAddrs(),
+            "brokerAddrs in the route of " + topic);
     }
 }

@@ -4,14 +4,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.rocketmq.common.TopicConfig;
-import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
  * What differs between client generations. 4.9.x keeps the protocol classes under
  * {@code org.apache.rocketmq.common.protocol}, 5.x under {@code org.apache.rocketmq.remoting.protocol},
  * and a few admin signatures differ. Everything else (producer, consumer, {@link DefaultMQAdminExt},
- * {@link RemotingCommand}, the broker's config classes, and getters reached through {@code var})
+ * {@code RemotingCommand}, the broker's config classes, and getters reached through {@code var})
  * is source-compatible, so the shared code calls it directly: it is compiled once per module against
  * that module's jars (see {@link NamesrvQueries}).
  *
@@ -38,14 +37,13 @@ public interface Generation {
         throws Exception;
 
     /**
-     * A REGISTER_BROKER request built the way this generation's broker builds it
-     * ({@code BrokerOuterAPI.registerBrokerAll}): header, RegisterBrokerBody JSON, body CRC32.
+     * The RegisterBrokerBody of a REGISTER_BROKER request as this generation's broker encodes it
+     * ({@code BrokerOuterAPI.registerBrokerAll}): uncompressed JSON, no filter servers.
      */
-    RemotingCommand registerBrokerRequest(BrokerIdentity broker, Map<String, TopicConfig> topics,
-                                          long dataVersionCounter, long dataVersionTimestamp);
+    byte[] registerBrokerBody(Map<String, TopicConfig> topics, long dataVersionCounter, long dataVersionTimestamp);
 
-    /** Decodes the {@code RegisterBrokerResponseHeader} of an answer. */
-    RegisterResult decodeRegisterResponse(RemotingCommand response) throws Exception;
+    /** Header fields this generation's broker adds to REGISTER_BROKER beyond the common ones. */
+    Map<String, String> registerBrokerHeaderExtras();
 
     // ---- version-neutral values ----
 

@@ -128,6 +128,19 @@ public final class GoldenFrames {
         if (bodyLength > 0) {
             out.append("body (UTF-8): ").append(new String(frame, 8 + headerLength, bodyLength, StandardCharsets.UTF_8)).append('\n');
         }
+        return escapeControls(out.toString());
+    }
+
+    /** Control characters other than newline (\u0001/\u0002 in message properties) as escapes. */
+    private static String escapeControls(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        for (char c : text.toCharArray()) {
+            if (c < 0x20 && c != '\n') {
+                out.append(String.format("\\u%04x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
         return out.toString();
     }
 }

@@ -5,9 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import com.alibaba.fastjson.serializer.SerializerFeature;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.TopicConfig;
@@ -162,10 +165,10 @@ class GoldenFramesTest {
         return cmd;
     }
 
-    private RemotingCommand registerBroker(SerializeType type) {
+    private RemotingCommand registerBroker(SerializeType type) throws Exception {
         Map<String, TopicConfig> topics = new TreeMap<>(JavaBroker.freshTopicTable(CLUSTER, BROKER));
         topics.put(TOPIC, new TopicConfig(TOPIC, 4, 4, 6));
-        RemotingCommand cmd = gen.registerBrokerRequest(
+        RemotingCommand cmd = RegisterBroker.request(gen,
             new Generation.BrokerIdentity(CLUSTER, BROKER, 0, "127.0.0.1:10911", "127.0.0.1:10912"), topics, 3, BORN);
         cmd.setOpaque(++opaque);
         cmd.setVersion(MQVersion.CURRENT_VERSION);
@@ -203,8 +206,19 @@ class GoldenFramesTest {
                 throw new IllegalStateException(e);
             }
         }
+        RemotingSerializable heartbeat = Protocol.body("heartbeat.HeartbeatData", json);
+        // ProducerData has no hashCode, so its HashSet order changes from run to run; keep the
+        // order of the JSON above so the frame is stable.
+        try {
+            Set<?> producers = (Set<?>) heartbeat.getClass().getMethod("getProducerDataSet").invoke(heartbeat);
+            Set<Object> ordered = new LinkedHashSet<>();
+            producers.stream().sorted(Comparator.comparing(Object::toString)).forEach(ordered::add);
+            heartbeat.getClass().getMethod("setProducerDataSet", Set.class).invoke(heartbeat, ordered);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
         RemotingCommand cmd = request(34, header, SerializeType.JSON);
-        cmd.setBody(Protocol.body("heartbeat.HeartbeatData", json).encode());
+        cmd.setBody(heartbeat.encode());
         return cmd;
     }
 }

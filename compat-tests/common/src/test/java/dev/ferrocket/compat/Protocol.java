@@ -52,6 +52,22 @@ public final class Protocol {
         return header;
     }
 
+    /**
+     * Decodes the custom header of {@code cmd} as {@code relative} with the official decoder and
+     * returns the fields the official encoder writes for it (null fields absent).
+     */
+    public static Map<String, String> decodeHeader(RemotingCommand cmd, String relative) throws Exception {
+        @SuppressWarnings("unchecked")
+        Class<? extends CommandCustomHeader> type = (Class<? extends CommandCustomHeader>) typeOrNull(relative);
+        if (type == null) {
+            throw new IllegalArgumentException("no class " + relative + " in " + Generation.current().protocolPackage());
+        }
+        CommandCustomHeader header = cmd.decodeCommandCustomHeader(type);
+        RemotingCommand probe = RemotingCommand.createRequestCommand(0, header);
+        probe.makeCustomHeaderToNet();
+        return probe.getExtFields() == null ? Map.of() : new TreeMap<>(probe.getExtFields());
+    }
+
     /** An official body object parsed from JSON by its own decoder, ready to {@code encode()} again. */
     public static RemotingSerializable body(String relative, String json) {
         Class<?> type = typeOrNull(relative);

@@ -1,0 +1,93 @@
+//! The dispatcher (`ReputMessageService`): follows the CommitLog up to the confirmed end (the
+//! flushed end under SYNC_FLUSH, the written end otherwise), appends ConsumeQueue units, builds
+//! the index, and tells the arrival listener (long polling) about each message.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tracing::error;
+
+use super::commit_log::record::{self, DispatchRequest, RecordCheck};
+use super::consume_queue::CqUnit;
+use super::message_store::Inner;
+use super::StoreError;
+use crate::model::message::sys_flag;
+
+/// Applies one record to the ConsumeQueue and the index.
+pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
+    let tx = sys_flag::transaction_type(d.sys_flag);
+    if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT {
+        let cq = inner.queues.get_or_create(&d.topic, d.queue_id)?;
+        let unit = CqUnit { commit_log_offset: d.commit_log_offset, size: d.size, tags_code: d.tags_code };
+        cq.put(unit, d.queue_offset)?;
+    }
+    if inner.config.message_index_enable {
+        inner.index.build_index(d)?;
+    }
+    inner.last_dispatched_timestamp.fetch_max(d.store_timestamp, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The dispatcher thread's body; returns when the store stops.
+pub fn run(inner: &Inner) {
+    while inner.is_running() {
+        let end = inner.confirm_offset();
+        let from = inner.reput_from.load(Ordering::Acquire);
+        if from >= end {
+            inner.wait_for_dispatch_work(Duration::from_millis(10));
+            continue;
+        }
+        if let Err(e) = reput(inner, from, end) {
+            error!(error = %e, offset = from, "dispatch failed; retrying in 1 s");
+            inner.sleep_while_running(Duration::from_secs(1));
+        }
+    }
+}
+
+/// Dispatches the records in `[from, end)`.
+fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<(), StoreError> {
+    let min = inner.commit_log.min_offset();
+    if from < min {
+        from = min;
+        inner.reput_from.store(from, Ordering::Release);
+    }
+    while from < end {
+        let Some(f) = inner.commit_log.files().find(from) else { break };
+        let Some(data) = f.slice_from((from - f.file_from_offset()) as usize) else { break };
+        let limit = ((end - from) as usize).min(data.len());
+        let data = &data[..limit];
+        let mut pos = 0usize;
+        let mut next_file = false;
+        while pos < data.len() {
+            match record::check(&data[pos..], false) {
+                RecordCheck::Record(d) => {
+                    dispatch(inner, &d)?;
+                    inner.notify_arrival(&d);
+                    pos += d.size as usize;
+                    inner.reput_from.store(from + pos as u64, Ordering::Release);
+                }
+                RecordCheck::Blank => {
+                    next_file = true;
+                    break;
+                }
+                RecordCheck::Invalid(why) => {
+                    // The writer publishes whole records, so this is damage, not a race.
+                    return Err(StoreError::NotWritable(format!(
+                        "unreadable CommitLog record at offset {} ({why})",
+                        from + pos as u64
+                    )));
+                }
+            }
+        }
+        if next_file {
+            from = f.file_from_offset() + f.size() as u64;
+            inner.reput_from.store(from, Ordering::Release);
+        } else {
+            from += pos as u64;
+            if pos == 0 {
+                break;
+            }
+        }
+    }
+    Ok(())
+}

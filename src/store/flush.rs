@@ -1,0 +1,131 @@
+//! CommitLog flushing (`FlushRealTimeService`, `GroupCommitService`).
+//!
+//! ```text
+//! ASYNC_FLUSH  every flushIntervalCommitLog: msync if >= flushCommitLogLeastPages dirty,
+//!              everything every flushCommitLogThoroughInterval
+//! SYNC_FLUSH   puts queue {end offset, waker}; the flush thread wakes (<= 10 ms), msyncs once
+//!              up to the written end and completes every request that end covers: one fsync
+//!              serves many puts (group commit)
+//! ```
+//! A failed msync poisons the store: no further writes are accepted, because the page cache may
+//! have dropped the data and retrying would report success for bytes that are not on disk.
+
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tracing::error;
+
+use super::message_store::Inner;
+use super::FlushDiskType;
+
+/// Puts waiting for their bytes to be on disk.
+#[derive(Default)]
+pub struct GroupCommit {
+    pending: Mutex<Vec<(u64, oneshot::Sender<bool>)>>,
+    wake: Condvar,
+}
+
+impl GroupCommit {
+    /// Registers a put whose data ends at `end_offset`; the receiver gets `true` once flushed,
+    /// `false` if flushing failed.
+    pub fn request(&self, end_offset: u64) -> oneshot::Receiver<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((end_offset, tx));
+        self.wake.notify_one();
+        rx
+    }
+
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Waits up to `max_wait` for requests and takes them all.
+    fn take(&self, max_wait: Duration) -> Vec<(u64, oneshot::Sender<bool>)> {
+        let guard = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut guard, _) =
+            self.wake.wait_timeout_while(guard, max_wait, |p| p.is_empty()).unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *guard)
+    }
+
+    fn fail_all(&self) {
+        for (_, tx) in std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner())) {
+            let _ = tx.send(false);
+        }
+    }
+}
+
+/// The CommitLog flush thread's body; returns when the store stops.
+pub fn run(inner: &Inner) {
+    match inner.config.flush_disk_type {
+        FlushDiskType::SyncFlush => run_group_commit(inner),
+        FlushDiskType::AsyncFlush => run_async(inner),
+    }
+}
+
+fn run_group_commit(inner: &Inner) {
+    while inner.is_running() {
+        let requests = inner.group_commit.take(Duration::from_millis(10));
+        let flushed = match flush(inner, 0) {
+            Some(f) => f,
+            None => {
+                for (_, tx) in requests {
+                    let _ = tx.send(false);
+                }
+                inner.group_commit.fail_all();
+                continue;
+            }
+        };
+        for (end, tx) in requests {
+            // Every request ends at or before the written end we just flushed.
+            let _ = tx.send(flushed >= end);
+        }
+        inner.wake_dispatcher();
+    }
+}
+
+fn run_async(inner: &Inner) {
+    let mut last_thorough = Instant::now();
+    while inner.sleep_while_running(inner.config.flush_interval_commit_log) {
+        let thorough = last_thorough.elapsed() >= inner.config.flush_commit_log_thorough_interval;
+        if thorough {
+            last_thorough = Instant::now();
+        }
+        let least = if thorough { 0 } else { inner.config.flush_commit_log_least_pages };
+        flush(inner, least);
+    }
+}
+
+/// Flushes the CommitLog; on success records the checkpoint's physic timestamp. `None` after a
+/// failure (the store is then poisoned).
+pub fn flush(inner: &Inner, least_pages: usize) -> Option<u64> {
+    if inner.poisoned().is_some() {
+        return None;
+    }
+    let files = inner.commit_log.files();
+    let before = files.flushed_where();
+    let result = if inner.fail_next_flush_for_test() {
+        Err(std::io::Error::other("injected fsync failure"))
+    } else {
+        files.flush(least_pages)
+    };
+    match result {
+        Ok(flushed) => {
+            if flushed > before {
+                if let Some(f) = files.find(flushed.saturating_sub(1)) {
+                    let ts = f.last_store_timestamp();
+                    if ts > 0 {
+                        inner.checkpoint.set_physic_msg_timestamp(ts);
+                    }
+                }
+            }
+            Some(flushed)
+        }
+        Err(e) => {
+            error!(error = %e, dir = %files.dir().display(), "CommitLog flush failed; the store refuses writes from now on");
+            inner.poison(format!("CommitLog flush failed in {}: {e}", files.dir().display()));
+            inner.group_commit.fail_all();
+            None
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! `MessageStore` (`DefaultMessageStore.java`): opens and recovers the directory, runs the
+//! flush, dispatch, ConsumeQueue-flush and cleaning threads, and serves puts and reads.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tracing::{info, warn};
+
+use super::checkpoint::Checkpoint;
+use super::commit_log::record::DispatchRequest;
+use super::commit_log::{AppendResult, CommitLog};
+use super::consume_queue::ConsumeQueueTable;
+use super::flush::GroupCommit;
+use super::index::IndexService;
+use super::{FlushDiskType, StoreConfig, StoreError};
+use crate::model::message::MessageToStore;
+
+/// Called by the dispatcher for every message that lands in a ConsumeQueue.
+pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
+
+/// The outcome of a put (`PutMessageStatus`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PutStatus {
+    PutOk,
+    /// Stored, but not on disk within `syncFlushTimeout`.
+    FlushDiskTimeout,
+    ServiceNotAvailable(String),
+    MessageIllegal(String),
+    PropertiesSizeExceeded,
+    UnknownError(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct PutMessageResult {
+    pub status: PutStatus,
+    pub append: Option<AppendResult>,
+}
+
+impl PutMessageResult {
+    fn refused(status: PutStatus) -> Self {
+        Self { status, append: None }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        self.status == PutStatus::PutOk
+    }
+}
+
+/// State shared by the store's threads.
+pub struct Inner {
+    pub(super) config: StoreConfig,
+    pub(super) commit_log: CommitLog,
+    pub(super) queues: ConsumeQueueTable,
+    pub(super) index: IndexService,
+    pub(super) checkpoint: Checkpoint,
+    pub(super) group_commit: GroupCommit,
+    pub(super) reput_from: AtomicU64,
+    pub(super) last_dispatched_timestamp: AtomicI64,
+    pub(super) disk_full: AtomicBool,
+    running: AtomicBool,
+    poison: Mutex<Option<String>>,
+    fail_next_flush: AtomicBool,
+    /// Disk usage percent forced by tests; `u32::MAX` = measure.
+    disk_usage_override: std::sync::atomic::AtomicU32,
+    dispatch_wake: (Mutex<bool>, Condvar),
+    stop_wake: (Mutex<()>, Condvar),
+    arrival: RwLock<Option<ArrivalListener>>,
+    pub(super) total_memory: u64,
+}
+
+impl Inner {
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// Sleeps up to `d`, waking early when the store stops; false once stopped.
+    pub fn sleep_while_running(&self, d: Duration) -> bool {
+        let (lock, cv) = &self.stop_wake;
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = cv.wait_timeout_while(guard, d, |_| self.is_running()).unwrap_or_else(|e| e.into_inner());
+        self.is_running()
+    }
+
+    pub fn poisoned(&self) -> Option<String> {
+        self.poison.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn poison(&self, why: String) {
+        self.poison.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
+    }
+
+    pub(super) fn disk_usage_override(&self) -> Option<u32> {
+        Some(self.disk_usage_override.load(Ordering::Acquire)).filter(|p| *p != u32::MAX)
+    }
+
+    pub(super) fn set_disk_usage_override(&self, percent: Option<u32>) {
+        self.disk_usage_override.store(percent.unwrap_or(u32::MAX), Ordering::Release);
+    }
+
+    pub(super) fn fail_next_flush_for_test(&self) -> bool {
+        self.fail_next_flush.swap(false, Ordering::AcqRel)
+    }
+
+    /// How far the dispatcher may go: flushed data under SYNC_FLUSH, written data otherwise.
+    pub fn confirm_offset(&self) -> u64 {
+        match self.config.flush_disk_type {
+            FlushDiskType::SyncFlush => self.commit_log.files().flushed_where(),
+            FlushDiskType::AsyncFlush => self.commit_log.max_offset(),
+        }
+    }
+
+    pub fn wake_dispatcher(&self) {
+        let (lock, cv) = &self.dispatch_wake;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_one();
+    }
+
+    pub fn wait_for_dispatch_work(&self, max: Duration) {
+        let (lock, cv) = &self.dispatch_wake;
+        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut woken, _) = cv.wait_timeout_while(guard, max, |w| !*w).unwrap_or_else(|e| e.into_inner());
+        *woken = false;
+    }
+
+    pub fn notify_arrival(&self, d: &DispatchRequest) {
+        let listener = self.arrival.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(l) = listener {
+            l(d);
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The message store. Dropping it without [`MessageStore::shutdown`] behaves like a crash.
+pub struct MessageStore {
+    pub(super) inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    lock: Mutex<Option<File>>,
+}
+
+impl MessageStore {
+    /// Opens (creating if needed) and recovers the store at `config.store_path_root_dir`, then
+    /// starts its threads.
+    pub fn open(config: StoreConfig) -> Result<Self, StoreError> {
+        let root = config.store_path_root_dir.clone();
+        std::fs::create_dir_all(&root).map_err(StoreError::io(format!("create {}", root.display())))?;
+        let lock = take_lock(&config)?;
+        let last_exit_ok = !config.abort_path().exists();
+        let commit_log = CommitLog::load(&config.commit_log_dir(), config.mapped_file_size_commit_log)?;
+        let queues = ConsumeQueueTable::load(&config.consume_queue_dir(), config.consume_queue_file_size())?;
+        let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
+        let index = IndexService::load(&config, last_exit_ok, checkpoint.index_msg_timestamp())?;
+        let inner = Arc::new(Inner {
+            config,
+            commit_log,
+            queues,
+            index,
+            checkpoint,
+            group_commit: GroupCommit::default(),
+            reput_from: AtomicU64::new(0),
+            last_dispatched_timestamp: AtomicI64::new(0),
+            disk_full: AtomicBool::new(false),
+            running: AtomicBool::new(true),
+            poison: Mutex::new(None),
+            fail_next_flush: AtomicBool::new(false),
+            disk_usage_override: std::sync::atomic::AtomicU32::new(u32::MAX),
+            dispatch_wake: (Mutex::new(false), Condvar::new()),
+            stop_wake: (Mutex::new(()), Condvar::new()),
+            arrival: RwLock::new(None),
+            total_memory: total_memory(),
+        });
+        super::recovery::recover(&inner, last_exit_ok)?;
+        let abort = inner.config.abort_path();
+        std::fs::write(&abort, std::process::id().to_string())
+            .map_err(StoreError::io(format!("create {}", abort.display())))?;
+        let store = Self { inner, threads: Mutex::new(Vec::new()), lock: Mutex::new(Some(lock)) };
+        store.start_threads()?;
+        Ok(store)
+    }
+
+    fn start_threads(&self) -> Result<(), StoreError> {
+        type Job = fn(&Inner);
+        let jobs: [(&str, Job); 4] = [
+            ("ferrocket-flush", super::flush::run),
+            ("ferrocket-dispatch", super::dispatch::run),
+            ("ferrocket-cq-flush", super::housekeeping::run_consume_queue_flush),
+            ("ferrocket-clean", super::retention::run),
+        ];
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, job) in jobs {
+            let inner = self.inner.clone();
+            let handle = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || job(&inner))
+                .map_err(StoreError::io(format!("start thread {name}")))?;
+            threads.push(handle);
+        }
+        Ok(())
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Registers the listener told about each dispatched message (long polling).
+    pub fn set_arrival_listener(&self, listener: ArrivalListener) {
+        *self.inner.arrival.write().unwrap_or_else(|e| e.into_inner()) = Some(listener);
+    }
+
+    /// Appends one message, or a batch for one topic and queue. With SYNC_FLUSH and `wait`, the
+    /// result comes once the bytes are on disk (or `syncFlushTimeout` passed).
+    pub async fn put_messages(&self, msgs: &[MessageToStore], wait: bool) -> PutMessageResult {
+        let append = match self.append(msgs) {
+            Ok(a) => a,
+            Err(status) => return PutMessageResult::refused(status),
+        };
+        if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush {
+            self.inner.wake_dispatcher();
+            return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
+        }
+        if !wait {
+            self.inner.group_commit.wake();
+            return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
+        }
+        let done = self.inner.group_commit.request(append.end_offset);
+        let status = match tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await {
+            Ok(Ok(true)) => PutStatus::PutOk,
+            Ok(Ok(false)) | Ok(Err(_)) => PutStatus::ServiceNotAvailable(
+                self.inner.poisoned().unwrap_or_else(|| "the store stopped before the message was flushed".into()),
+            ),
+            Err(_) => PutStatus::FlushDiskTimeout,
+        };
+        PutMessageResult { status, append: Some(append) }
+    }
+
+    /// The synchronous part of a put: checks, then the CommitLog append.
+    fn append(&self, msgs: &[MessageToStore]) -> Result<AppendResult, PutStatus> {
+        let inner = &self.inner;
+        if !inner.is_running() {
+            return Err(PutStatus::ServiceNotAvailable("message store has been shut down".into()));
+        }
+        if let Some(why) = inner.poisoned() {
+            return Err(PutStatus::ServiceNotAvailable(why));
+        }
+        if inner.disk_full.load(Ordering::Acquire) {
+            return Err(PutStatus::ServiceNotAvailable(format!(
+                "the broker's disk is full (above diskSpaceWarningLevelRatio {}%); writes resume once space is freed",
+                inner.config.disk_space_warning_level_ratio
+            )));
+        }
+        for m in msgs {
+            if m.body.len() > inner.config.max_message_size {
+                return Err(PutStatus::MessageIllegal(format!(
+                    "message body of {} bytes exceeds maxMessageSize {}",
+                    m.body.len(),
+                    inner.config.max_message_size
+                )));
+            }
+            if m.properties.len() > i16::MAX as usize {
+                return Err(PutStatus::PropertiesSizeExceeded);
+            }
+            if m.topic.is_empty() || m.topic.len() > 255 {
+                return Err(PutStatus::MessageIllegal(format!(
+                    "topic length {} is not within 1..=255 bytes",
+                    m.topic.len()
+                )));
+            }
+        }
+        inner.commit_log.append(msgs, now_ms).map_err(|e| match e {
+            StoreError::MessageIllegal(why) => PutStatus::MessageIllegal(why),
+            other => PutStatus::UnknownError(other.to_string()),
+        })
+    }
+
+    /// Makes the next CommitLog flush fail, as a failing disk would (tests).
+    #[doc(hidden)]
+    pub fn inject_flush_failure(&self) {
+        self.inner.fail_next_flush.store(true, Ordering::Release);
+        self.inner.group_commit.wake();
+    }
+
+    /// CommitLog offset up to which messages are dispatched to ConsumeQueues.
+    pub fn dispatched_offset(&self) -> u64 {
+        self.inner.reput_from.load(Ordering::Acquire)
+    }
+
+    pub fn commit_log_min_offset(&self) -> u64 {
+        self.inner.commit_log.min_offset()
+    }
+
+    pub fn commit_log_max_offset(&self) -> u64 {
+        self.inner.commit_log.max_offset()
+    }
+
+    pub fn flushed_offset(&self) -> u64 {
+        self.inner.commit_log.files().flushed_where()
+    }
+
+    /// Why the store refuses writes, if it does.
+    pub fn write_refusal(&self) -> Option<String> {
+        self.inner.poisoned().or_else(|| self.inner.disk_full.load(Ordering::Acquire).then(|| "disk full".to_owned()))
+    }
+
+    /// Clean shutdown: stop the threads, flush everything, remove `abort`, release the lock.
+    pub fn shutdown(&self) -> Result<(), StoreError> {
+        let inner = &self.inner;
+        if !inner.running.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        inner.stop_wake.1.notify_all();
+        inner.group_commit.wake();
+        inner.wake_dispatcher();
+        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = t.join();
+        }
+        // Anything written but not yet dispatched (ASYNC) or flushed (SYNC).
+        let flushed = inner.commit_log.files().flush(0).map_err(StoreError::io("final CommitLog flush"))?;
+        let end = inner.commit_log.max_offset().max(flushed);
+        let from = inner.reput_from.load(Ordering::Acquire);
+        if from < end {
+            inner.commit_log.scan_valid(from, false, |d| {
+                let _ = super::dispatch::dispatch(inner, d);
+            });
+        }
+        super::housekeeping::flush_consume_queues(inner, 0);
+        inner.index.flush();
+        inner.checkpoint.set_physic_msg_timestamp(
+            inner.last_dispatched_timestamp.load(Ordering::Acquire).max(inner.checkpoint.physic_msg_timestamp()),
+        );
+        inner.checkpoint.flush()?;
+        if inner.poisoned().is_none() {
+            let abort = inner.config.abort_path();
+            std::fs::remove_file(&abort).map_err(StoreError::io(format!("delete {}", abort.display())))?;
+        } else {
+            warn!("store was poisoned; leaving the abort file so the next start recovers");
+        }
+        self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
+        info!(dir = %inner.config.store_path_root_dir.display(), "message store shut down");
+        Ok(())
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        // Like a crash: stop the threads, leave files (and `abort`) as they are.
+        self.inner.running.store(false, Ordering::Release);
+        self.inner.stop_wake.1.notify_all();
+        self.inner.group_commit.wake();
+        self.inner.wake_dispatcher();
+        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn take_lock(config: &StoreConfig) -> Result<File, StoreError> {
+    let path = config.lock_path();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(StoreError::io(format!("open {}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(config.store_path_root_dir.clone())),
+        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io(format!("lock {}", path.display()))(e)),
+    }
+}
+
+/// Physical memory, for the "in memory" read heuristics (`accessMessageInMemoryMaxRatio`).
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(8 << 30, |kb| kb * 1024)
+}

@@ -1,0 +1,115 @@
+//! Retention and disk protection (`CleanCommitLogService`, `CleanConsumeQueueService`).
+//!
+//! ```text
+//! every cleanResourceInterval:
+//!   disk used > diskSpaceWarningLevelRatio (90)   refuse writes, clean now (even unexpired files)
+//!   disk used > diskSpaceCleanForciblyRatio (85)  clean now (even unexpired files)
+//!   disk used > diskMaxUsedSpaceRatio (75)        clean expired files now, not only at deleteWhen
+//!   hour in deleteWhen ("04")                      clean expired files (older than fileReservedTime)
+//! then ConsumeQueue and index files wholly behind the CommitLog's new minimum go too.
+//! ```
+//! Unlike the Java broker, writes resume by themselves once usage falls below the force-clean
+//! ratio.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use chrono::Timelike;
+use tracing::{error, info, warn};
+
+use super::message_store::{Inner, MessageStore};
+use super::StoreError;
+
+pub fn run(inner: &Inner) {
+    while inner.sleep_while_running(inner.config.clean_resource_interval) {
+        if let Err(e) = clean_pass(inner, SystemTime::now(), false) {
+            error!(error = %e, "cleaning expired files failed");
+        }
+    }
+}
+
+/// Percentage of the disk holding `path` in use, rounded up.
+fn disk_used_ratio(path: &std::path::Path) -> Option<u32> {
+    let total = fs4::total_space(path).ok()?;
+    let free = fs4::available_space(path).ok()?;
+    if total == 0 {
+        return None;
+    }
+    Some(((total.saturating_sub(free)) * 100).div_ceil(total) as u32)
+}
+
+/// One pass: check the disk, delete what may go. Returns the CommitLog segments deleted.
+fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result<usize, StoreError> {
+    let c = &inner.config;
+    let ratio = inner.disk_usage_override().or_else(|| disk_used_ratio(&c.commit_log_dir())).unwrap_or(0);
+    let warning = c.disk_space_warning_level_ratio.clamp(35, 90);
+    let forcibly = c.disk_space_clean_forcibly_ratio.clamp(30, 85);
+    let max_used = c.disk_max_used_space_ratio.clamp(10, 95);
+    if ratio > warning {
+        if !inner.disk_full.swap(true, Ordering::AcqRel) {
+            error!(used_percent = ratio, limit = warning, "disk almost full: refusing writes and cleaning");
+        }
+    } else if ratio < forcibly && inner.disk_full.swap(false, Ordering::AcqRel) {
+        info!(used_percent = ratio, "disk usage back to normal: accepting writes again");
+    }
+    let clean_now = ratio > forcibly;
+    let hour = chrono::Local::now().hour();
+    let delete_time = c.delete_when.split(';').any(|h| h.trim().parse::<u32>() == Ok(hour));
+    if !(delete_time || ratio > max_used || clean_now || manual) {
+        return Ok(0);
+    }
+    let force = clean_now && c.clean_file_forcibly_enable;
+    let deleted = delete_commit_log_files(inner, now, force)?;
+    if deleted > 0 {
+        let min = inner.commit_log.min_offset() as i64;
+        for q in inner.queues.all() {
+            q.delete_expired(min)?;
+        }
+        inner.index.delete_expired(min)?;
+        info!(
+            segments = deleted,
+            min_offset = min,
+            used_percent = ratio,
+            forced = force,
+            "deleted expired CommitLog segments"
+        );
+    }
+    Ok(deleted)
+}
+
+/// Oldest first, never the last segment, no holes, at most `deleteFileBatchMax`.
+fn delete_commit_log_files(inner: &Inner, now: SystemTime, force: bool) -> Result<usize, StoreError> {
+    let reserved = Duration::from_secs(inner.config.file_reserved_time * 3600);
+    let segments = inner.commit_log.segments();
+    let mut n = 0;
+    for seg in segments.iter().take(segments.len().saturating_sub(1)).take(inner.config.delete_file_batch_max) {
+        let expired = match seg.last_modified() {
+            Ok(m) => m + reserved <= now,
+            Err(e) => {
+                warn!(file = %seg.path().display(), error = %e, "cannot read modification time");
+                false
+            }
+        };
+        // A segment the dispatcher has not finished with must stay.
+        let dispatched = seg.file_from_offset() + seg.size() as u64 <= inner.reput_from.load(Ordering::Acquire);
+        if !(expired || force) || !dispatched {
+            break;
+        }
+        n += 1;
+    }
+    inner.commit_log.files().delete_first(n)
+}
+
+impl MessageStore {
+    /// Runs one cleaning pass now, as if at `now` (the admin "delete expired files" request,
+    /// and tests). Returns the CommitLog segments deleted.
+    pub fn clean_expired_files(&self, now: SystemTime) -> Result<usize, StoreError> {
+        clean_pass(&self.inner, now, true)
+    }
+
+    /// Pretends the disk is `percent` full (tests of disk protection); `None` measures again.
+    #[doc(hidden)]
+    pub fn override_disk_usage(&self, percent: Option<u32>) {
+        self.inner.set_disk_usage_override(percent);
+    }
+}

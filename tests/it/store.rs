@@ -1,0 +1,275 @@
+//! The message store through its public API: appends, reads, recovery, rebuild, retention.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use ferrocket::model::message::{self, MessageToStore};
+use ferrocket::store::{
+    AcceptAll, FlushDiskType, GetMessageStatus, MessageFilter, MessageStore, PutStatus, StoreConfig,
+};
+
+pub fn config(dir: &std::path::Path, flush: FlushDiskType) -> StoreConfig {
+    StoreConfig {
+        store_path_root_dir: dir.to_owned(),
+        mapped_file_size_commit_log: 64 * 1024,
+        mapped_file_size_consume_queue: 20 * 100,
+        max_hash_slot_num: 1000,
+        max_index_num: 4000,
+        flush_disk_type: flush,
+        flush_interval_commit_log: Duration::from_millis(20),
+        flush_interval_consume_queue: Duration::from_millis(50),
+        ..StoreConfig::default()
+    }
+}
+
+pub fn msg(topic: &str, queue_id: i32, body: &str, tags: &str, keys: &str) -> MessageToStore {
+    let props = message::properties_to_string([("TAGS", tags), ("KEYS", keys), ("UNIQ_KEY", body), ("WAIT", "true")]);
+    MessageToStore {
+        topic: topic.into(),
+        queue_id,
+        flag: 0,
+        body: Bytes::copy_from_slice(body.as_bytes()),
+        tags_code: message::tags_code(Some(tags)),
+        properties: props,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "127.0.0.1:50000".parse().unwrap(),
+        store_host: "127.0.0.1:10911".parse().unwrap(),
+        sys_flag: 0,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+async fn wait_dispatched(store: &MessageStore) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while store.dispatched_offset() < store.commit_log_max_offset() {
+        assert!(std::time::Instant::now() < deadline, "dispatcher did not catch up");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn bodies(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut offset = store.min_offset_in_queue(topic, queue_id);
+    loop {
+        let r = store.get_message(topic, queue_id, offset, 32, 1 << 20, &AcceptAll);
+        if r.status != GetMessageStatus::Found {
+            break;
+        }
+        for m in &r.messages {
+            out.push(String::from_utf8(message_body(m)).unwrap());
+        }
+        offset = r.next_begin_offset;
+    }
+    out
+}
+
+fn message_body(record: &[u8]) -> Vec<u8> {
+    ferrocket::store::commit_log::record::decode(record, true).unwrap().body.to_vec()
+}
+
+#[tokio::test]
+async fn put_get_across_segments_and_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush)).unwrap();
+    for i in 0..1500 {
+        let r = store.put_messages(&[msg("T", i % 3, &format!("m{i}"), "TagA", "")], true).await;
+        assert_eq!(r.status, PutStatus::PutOk);
+        assert_eq!(r.append.unwrap().queue_offset, i64::from(i / 3));
+    }
+    wait_dispatched(&store).await;
+    assert!(store.commit_log_max_offset() > 3 * 64 * 1024, "expected several segments");
+    let q0 = bodies(&store, "T", 0);
+    assert_eq!(q0.len(), 500);
+    assert_eq!(q0[1], "m3");
+    assert_eq!(q0[499], "m1497");
+    assert_eq!(store.max_offset_in_queue("T", 2), 500);
+
+    let r = store.get_message("T", 0, 500, 32, 1 << 20, &AcceptAll);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetOverflowOne, 500));
+    let r = store.get_message("T", 0, 999, 32, 1 << 20, &AcceptAll);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetOverflowBadly, 500));
+    let r = store.get_message("nope", 0, 0, 32, 1 << 20, &AcceptAll);
+    assert_eq!(r.status, GetMessageStatus::NoMatchedLogicQueue);
+    let r = store.get_message("T", 0, 0, 32, 1 << 20, &AcceptAll);
+    assert_eq!(r.messages.len(), 32, "in-memory pulls return up to 32 messages");
+    store.shutdown().unwrap();
+}
+
+struct Tag(i64);
+
+impl MessageFilter for Tag {
+    fn matches_tags_code(&self, code: i64) -> bool {
+        code == self.0
+    }
+}
+
+#[tokio::test]
+async fn tag_filter_and_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush)).unwrap();
+    let mut offsets = Vec::new();
+    for i in 0..10 {
+        let tag = if i % 2 == 0 { "TagA" } else { "TagB" };
+        let r = store.put_messages(&[msg("T", 0, &format!("m{i}"), tag, &format!("k{i} shared"))], true).await;
+        offsets.push(r.append.unwrap().offsets[0]);
+    }
+    wait_dispatched(&store).await;
+    let r = store.get_message("T", 0, 0, 32, 1 << 20, &Tag(message::tags_code(Some("TagB"))));
+    assert_eq!(r.messages.len(), 5);
+    assert_eq!(r.next_begin_offset, 10);
+    let r = store.get_message("T", 0, 0, 32, 1 << 20, &Tag(12345));
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::NoMatchedMessage, 10));
+
+    let m = store.lookup_message(offsets[3]).unwrap();
+    assert_eq!(&m.body[..], b"m3");
+    assert_eq!(m.queue_offset, 3);
+    let q = store.query_message("T", "k7", 32, 0, i64::MAX);
+    assert_eq!(q.messages.len(), 1);
+    assert_eq!(message_body(&q.messages[0]), b"m7");
+    assert_eq!(store.query_message("T", "shared", 32, 0, i64::MAX).messages.len(), 10);
+    assert_eq!(store.query_message("T", "m4", 32, 0, i64::MAX).messages.len(), 1, "by unique key");
+    let t3 = store.message_store_timestamp("T", 0, 3).unwrap();
+    assert!(store.offset_in_queue_by_time("T", 0, t3) <= 3);
+    assert_eq!(store.offset_in_queue_by_time("T", 0, i64::MAX), 10);
+    assert!(store.earliest_message_time("T", 0).unwrap() <= t3);
+    store.shutdown().unwrap();
+}
+
+#[tokio::test]
+async fn reopen_after_clean_shutdown_and_after_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+        for i in 0..50 {
+            assert!(store.put_messages(&[msg("T", 0, &format!("a{i}"), "A", "")], true).await.is_ok());
+        }
+        store.shutdown().unwrap();
+    }
+    assert!(!dir.path().join("abort").exists());
+    {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+        assert_eq!(store.max_offset_in_queue("T", 0), 50);
+        let r = store.put_messages(&[msg("T", 0, "b0", "A", "")], true).await;
+        assert_eq!(r.append.unwrap().queue_offset, 50, "queue offsets continue after restart");
+        // Dropped without shutdown: like a crash.
+    }
+    assert!(dir.path().join("abort").exists());
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+    wait_dispatched(&store).await;
+    let all = bodies(&store, "T", 0);
+    assert_eq!(all.len(), 51);
+    assert_eq!(all[50], "b0");
+    assert!(
+        MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).is_err(),
+        "second open must fail on the lock"
+    );
+    store.shutdown().unwrap();
+}
+
+#[tokio::test]
+async fn consume_queues_rebuild_identically_from_the_commit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush)).unwrap();
+        for i in 0..400 {
+            store.put_messages(&[msg(&format!("T{}", i % 4), (i / 4) % 2, &format!("m{i}"), "A", "")], true).await;
+        }
+        store.shutdown().unwrap();
+    }
+    let before = snapshot(&dir.path().join("consumequeue"));
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush)).unwrap();
+    store.shutdown().unwrap();
+    let after = snapshot(&dir.path().join("consumequeue"));
+    assert_eq!(before.len(), 8);
+    assert_eq!(before, after, "rebuilt consume queues differ");
+}
+
+fn snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in std::fs::read_dir(dir).unwrap().flatten() {
+        for q in std::fs::read_dir(t.path()).unwrap().flatten() {
+            for f in std::fs::read_dir(q.path()).unwrap().flatten() {
+                let name = format!(
+                    "{}/{}/{}",
+                    t.file_name().to_string_lossy(),
+                    q.file_name().to_string_lossy(),
+                    f.file_name().to_string_lossy()
+                );
+                out.insert(name, std::fs::read(f.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn sync_flush_group_commit_and_failed_fsync_poisons() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap());
+    let ok = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..16 {
+        let (store, ok) = (store.clone(), ok.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..20 {
+                let r = store.put_messages(&[msg("T", w, &format!("{w}-{i}"), "A", "")], true).await;
+                if r.is_ok() {
+                    assert!(store.flushed_offset() >= r.append.unwrap().end_offset, "acknowledged before flushed");
+                    ok.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(ok.load(Ordering::Relaxed), 320);
+
+    store.inject_flush_failure();
+    let r = store.put_messages(&[msg("T", 0, "doomed", "A", "")], true).await;
+    assert!(matches!(r.status, PutStatus::ServiceNotAvailable(_)), "{:?}", r.status);
+    let r = store.put_messages(&[msg("T", 0, "after", "A", "")], true).await;
+    match r.status {
+        PutStatus::ServiceNotAvailable(why) => assert!(why.contains("flush failed"), "{why}"),
+        other => panic!("poisoned store accepted a write: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn retention_deletes_old_segments_and_moves_minimums() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), FlushDiskType::AsyncFlush);
+    c.file_reserved_time = 1;
+    let store = MessageStore::open(c).unwrap();
+    for i in 0..1600 {
+        store.put_messages(&[msg("T", 0, &format!("m{i:04}"), "A", &format!("k{i}"))], true).await;
+    }
+    wait_dispatched(&store).await;
+    let segments_before = store.commit_log_max_offset() / (64 * 1024) + 1;
+    assert!(segments_before >= 3);
+    // Nothing is older than an hour yet.
+    assert_eq!(store.clean_expired_files(SystemTime::now()).unwrap(), 0);
+    let later = SystemTime::now() + Duration::from_secs(2 * 3600);
+    let deleted = store.clean_expired_files(later).unwrap();
+    assert_eq!(deleted as u64, segments_before - 1, "all but the last segment expire");
+    let min = store.min_offset_in_queue("T", 0);
+    assert!(min > 0);
+    let r = store.get_message("T", 0, 0, 32, 1 << 20, &AcceptAll);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetTooSmall, min));
+    let r = store.get_message("T", 0, min, 32, 1 << 20, &AcceptAll);
+    assert_eq!(r.status, GetMessageStatus::Found);
+
+    // Disk protection: refuse writes above 90 %, resume by itself below 85 %.
+    store.override_disk_usage(Some(95));
+    store.clean_expired_files(later).unwrap();
+    let r = store.put_messages(&[msg("T", 0, "x", "A", "")], true).await;
+    assert!(matches!(r.status, PutStatus::ServiceNotAvailable(ref why) if why.contains("disk")), "{:?}", r.status);
+    store.override_disk_usage(Some(50));
+    store.clean_expired_files(later).unwrap();
+    assert!(store.put_messages(&[msg("T", 0, "y", "A", "")], true).await.is_ok());
+    store.shutdown().unwrap();
+}
