@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Turns the hex seeds (and the golden frames) into a raw corpus for cargo-fuzz:
 #   fuzz/seed.sh && cargo +nightly fuzz run frame_decode fuzz/corpus/frame_decode
+#   fuzz/seed.sh && cargo +nightly fuzz run record_scan fuzz/corpus/record_scan
 set -euo pipefail
 cd "$(dirname "$0")"
-mkdir -p corpus/frame_decode
-for f in seeds/frame_decode/*.hex ../testdata/frames/*.hex; do
-  [ -e "$f" ] || continue
-  tr -cd '0-9a-fA-F' < "$f" | xxd -r -p > "corpus/frame_decode/$(basename "$f" .hex)"
-done
-echo "corpus: $(ls corpus/frame_decode | wc -l) files"
+seed() {
+  local target=$1; shift
+  mkdir -p "corpus/$target"
+  for f in "$@"; do
+    [ -e "$f" ] || continue
+    tr -cd '0-9a-fA-F' < "$f" | xxd -r -p > "corpus/$target/$(basename "$f" .hex)"
+  done
+  echo "$target: $(ls "corpus/$target" | wc -l) seed files"
+}
+seed frame_decode seeds/frame_decode/*.hex ../testdata/frames/*.hex
+seed record_scan seeds/record_scan/*.hex

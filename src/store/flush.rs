@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::error;
 
-use super::message_store::Inner;
+use super::message_store::{FlushFault, Inner};
 use super::FlushDiskType;
 
 /// Puts waiting for their bytes to be on disk.
@@ -104,10 +104,13 @@ pub fn flush(inner: &Inner, least_pages: usize) -> Option<u64> {
     }
     let files = inner.commit_log.files();
     let before = files.flushed_where();
-    let result = if inner.fail_next_flush_for_test() {
-        Err(std::io::Error::other("injected fsync failure"))
-    } else {
-        files.flush(least_pages)
+    let result = match inner.take_flush_fault() {
+        Some(FlushFault::Fail) => Err(std::io::Error::other("injected fsync failure")),
+        Some(FlushFault::Stall(d)) => {
+            std::thread::sleep(d);
+            files.flush(least_pages)
+        }
+        None => files.flush(least_pages),
     };
     match result {
         Ok(flushed) => {

@@ -49,6 +49,13 @@ impl PutMessageResult {
     }
 }
 
+/// A disk fault to simulate on the next CommitLog flush (tests).
+#[derive(Clone, Copy, Debug)]
+pub enum FlushFault {
+    Fail,
+    Stall(Duration),
+}
+
 /// State shared by the store's threads.
 pub struct Inner {
     pub(super) config: StoreConfig,
@@ -62,7 +69,7 @@ pub struct Inner {
     pub(super) disk_full: AtomicBool,
     running: AtomicBool,
     poison: Mutex<Option<String>>,
-    fail_next_flush: AtomicBool,
+    flush_fault: Mutex<Option<FlushFault>>,
     /// Disk usage percent forced by tests; `u32::MAX` = measure.
     disk_usage_override: std::sync::atomic::AtomicU32,
     dispatch_wake: (Mutex<bool>, Condvar),
@@ -100,8 +107,8 @@ impl Inner {
         self.disk_usage_override.store(percent.unwrap_or(u32::MAX), Ordering::Release);
     }
 
-    pub(super) fn fail_next_flush_for_test(&self) -> bool {
-        self.fail_next_flush.swap(false, Ordering::AcqRel)
+    pub(super) fn take_flush_fault(&self) -> Option<FlushFault> {
+        self.flush_fault.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 
     /// How far the dispatcher may go: flushed data under SYNC_FLUSH, written data otherwise.
@@ -169,7 +176,7 @@ impl MessageStore {
             disk_full: AtomicBool::new(false),
             running: AtomicBool::new(true),
             poison: Mutex::new(None),
-            fail_next_flush: AtomicBool::new(false),
+            flush_fault: Mutex::new(None),
             disk_usage_override: std::sync::atomic::AtomicU32::new(u32::MAX),
             dispatch_wake: (Mutex::new(false), Condvar::new()),
             stop_wake: (Mutex::new(()), Condvar::new()),
@@ -279,11 +286,10 @@ impl MessageStore {
         })
     }
 
-    /// Makes the next CommitLog flush fail, as a failing disk would (tests).
+    /// Makes the next CommitLog flush fail or stall, as a failing or slow disk would (tests).
     #[doc(hidden)]
-    pub fn inject_flush_failure(&self) {
-        self.inner.fail_next_flush.store(true, Ordering::Release);
-        self.inner.group_commit.wake();
+    pub fn inject_flush_fault(&self, fault: FlushFault) {
+        *self.inner.flush_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(fault);
     }
 
     /// CommitLog offset up to which messages are dispatched to ConsumeQueues.

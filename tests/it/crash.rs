@@ -140,6 +140,7 @@ fn sync_flush_loses_no_acknowledged_message_across_kills() {
         let missing: Vec<_> = acked.iter().filter(|a| !seen.contains(*a)).take(5).collect();
         assert!(missing.is_empty(), "cycle {cycle}: acknowledged messages lost: {missing:?}");
     }
+    eprintln!("sync crash loop: {} cycles, {} acknowledged messages all recovered", cycles(), acked.len());
     assert!(acked.len() > 100, "children acknowledged too little to prove anything: {}", acked.len());
 }
 
@@ -155,5 +156,6 @@ fn async_flush_store_stays_consistent_across_kills() {
         let unique: std::collections::HashSet<_> = stored.iter().collect();
         assert_eq!(unique.len(), stored.len(), "a message is stored twice");
     }
+    eprintln!("async crash loop: {} cycles, {total} acknowledged messages, store consistent", cycles());
     assert!(total > 100, "children acknowledged too little: {total}");
 }

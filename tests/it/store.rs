@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use ferrocket::model::message::{self, MessageToStore};
 use ferrocket::store::{
-    AcceptAll, FlushDiskType, GetMessageStatus, MessageFilter, MessageStore, PutStatus, StoreConfig,
+    AcceptAll, FlushDiskType, FlushFault, GetMessageStatus, MessageFilter, MessageStore, PutStatus, StoreConfig,
 };
 
 pub fn config(dir: &std::path::Path, flush: FlushDiskType) -> StoreConfig {
@@ -229,7 +229,7 @@ async fn sync_flush_group_commit_and_failed_fsync_poisons() {
     }
     assert_eq!(ok.load(Ordering::Relaxed), 320);
 
-    store.inject_flush_failure();
+    store.inject_flush_fault(FlushFault::Fail);
     let r = store.put_messages(&[msg("T", 0, "doomed", "A", "")], true).await;
     assert!(matches!(r.status, PutStatus::ServiceNotAvailable(_)), "{:?}", r.status);
     let r = store.put_messages(&[msg("T", 0, "after", "A", "")], true).await;
@@ -271,5 +271,58 @@ async fn retention_deletes_old_segments_and_moves_minimums() {
     store.override_disk_usage(Some(50));
     store.clean_expired_files(later).unwrap();
     assert!(store.put_messages(&[msg("T", 0, "y", "A", "")], true).await.is_ok());
+    store.shutdown().unwrap();
+}
+
+#[tokio::test]
+async fn sync_flush_timeout_reports_but_keeps_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), FlushDiskType::SyncFlush);
+    c.sync_flush_timeout = Duration::from_millis(100);
+    let store = MessageStore::open(c).unwrap();
+    store.inject_flush_fault(FlushFault::Stall(Duration::from_millis(500)));
+    let r = store.put_messages(&[msg("T", 0, "late", "A", "")], true).await;
+    assert_eq!(r.status, PutStatus::FlushDiskTimeout);
+    wait_dispatched(&store).await;
+    assert_eq!(bodies(&store, "T", 0), vec!["late"], "a FLUSH_DISK_TIMEOUT message is still stored");
+    store.shutdown().unwrap();
+}
+
+#[tokio::test]
+async fn record_cut_mid_way_is_dropped_with_its_queue_and_index_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let last_offset = {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+        let mut last = 0;
+        for i in 0..20 {
+            let r = store.put_messages(&[msg("T", 0, &format!("m{i}"), "A", &format!("key{i}"))], true).await;
+            last = r.append.unwrap().offsets[0];
+        }
+        wait_dispatched(&store).await;
+        last
+        // dropped without shutdown: a crash
+    };
+    // Tear the last record: zero everything from its middle on, as a torn write leaves it.
+    let seg = dir.path().join("commitlog").join("00000000000000000000");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let cut = last_offset as usize + 50;
+    bytes[cut..].fill(0);
+    std::fs::write(&seg, &bytes).unwrap();
+
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+    assert_eq!(store.commit_log_max_offset(), last_offset as u64, "torn record not truncated");
+    assert_eq!(store.max_offset_in_queue("T", 0), 19, "consume queue entry of the torn record kept");
+    assert!(
+        store.query_message("T", "key19", 32, 0, i64::MAX).messages.is_empty(),
+        "index entry of the torn record kept"
+    );
+    assert_eq!(store.query_message("T", "key18", 32, 0, i64::MAX).messages.len(), 1);
+    let r = store.put_messages(&[msg("T", 0, "again", "A", "key-again")], true).await;
+    let a = r.append.unwrap();
+    assert_eq!((a.offsets[0], a.queue_offset), (last_offset, 19));
+    wait_dispatched(&store).await;
+    let all = bodies(&store, "T", 0);
+    assert_eq!(all.len(), 20);
+    assert_eq!(all[19], "again");
     store.shutdown().unwrap();
 }

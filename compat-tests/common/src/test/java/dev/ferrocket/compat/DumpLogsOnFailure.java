@@ -1,13 +1,13 @@
 package dev.ferrocket.compat;
 
-import java.util.Optional;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.TestWatcher;
 
 /**
  * On a failed test, prints the log tail of every ferrocket process that was running during it
- * (started before or by the test), and the admin client's request/response record.
+ * (started before or by the test), and the requests the official admin client and Java broker
+ * sent with the answers they got.
  */
 public final class DumpLogsOnFailure implements TestWatcher, BeforeAllCallback {
     private long classStartedNanos;
@@ -41,9 +41,5 @@ public final class DumpLogsOnFailure implements TestWatcher, BeforeAllCallback {
     @Override
     public void testAborted(ExtensionContext context, Throwable cause) {
         RecordingRpcHook.drainAll();
-    }
-
-    @Override
-    public void testDisabled(ExtensionContext context, Optional<String> reason) {
     }
 }

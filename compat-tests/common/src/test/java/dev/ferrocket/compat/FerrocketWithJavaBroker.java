@@ -42,7 +42,8 @@ public final class FerrocketWithJavaBroker implements AutoCloseable {
             if (broker != null) {
                 broker.close();
             }
-            System.err.println(namesrv.logTail(60));
+            System.err.println("[compat] setup failed: " + t + "\n" + namesrv.logTail(60)
+                + "\n---- remoting calls ----\n" + RecordingRpcHook.drainAll());
             namesrv.close();
             throw t;
         }
