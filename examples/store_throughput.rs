@@ -5,7 +5,7 @@
 //! cargo run --release --example store_throughput -- [DIR] [MIB]
 //! ```
 //! DIR defaults to a temporary directory (put it on the disk you care about), MIB (256) is how
-//! much each measurement writes.
+//! much each measurement writes. Segments are 64 MiB so that several roll during a run.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ const MSG: usize = 1024;
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let tmp = tempfile::tempdir_in(args.get(1).map_or(".", String::as_str))?;
-    let mib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(256);
+    let mib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(512);
     let total = mib * 1024 * 1024;
     let count = total / MSG;
     println!("writing {mib} MiB per measurement in {}", tmp.path().display());
@@ -64,7 +64,7 @@ fn raw_write(path: &std::path::Path, bytes: usize, sync_each: bool) -> anyhow::R
 async fn store_append(dir: &std::path::Path, flush: FlushDiskType, writers: usize, n: usize) -> anyhow::Result<f64> {
     let store = Arc::new(MessageStore::open(StoreConfig {
         store_path_root_dir: dir.to_owned(),
-        mapped_file_size_commit_log: 256 * 1024 * 1024,
+        mapped_file_size_commit_log: 64 * 1024 * 1024,
         max_hash_slot_num: 100_000,
         max_index_num: 400_000,
         flush_disk_type: flush,

@@ -157,7 +157,10 @@ impl NamesrvProcessor {
             return Ok(RemotingCommand::error_response(
                 req,
                 ResponseCode::TOPIC_NOT_EXIST,
-                format!("No topic route info in name server for the topic: {}", h.topic),
+                format!(
+                    "No topic route info in name server for the topic: {}\nSee http://rocketmq.apache.org/docs/faq/ for further details.",
+                    h.topic
+                ),
             ));
         };
         if config.order_message_enable {

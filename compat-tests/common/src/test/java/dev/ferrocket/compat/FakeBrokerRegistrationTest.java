@@ -225,4 +225,53 @@ class FakeBrokerRegistrationTest {
         assertEquals(both, NamesrvQueries.route(admin, topic).brokerOf(m.brokerName()).brokerAddrs(),
             "brokerAddrs in the route of " + topic);
     }
+
+    @Test
+    void registrationAnswerCarriesTheOrderTopicConfig() throws Exception {
+        // The Java NameServer (returnOrderTopicConfigToBroker, default true) answers REGISTER_BROKER
+        // with the ORDER_TOPIC_CONFIG namespace as a KVTable; brokers use it for orderly topics.
+        String t1 = Compat.unique("ordered");
+        String t2 = Compat.unique("plain");
+        admin.createAndUpdateKvConfig("ORDER_TOPIC_CONFIG", t1, "broker-x:2;broker-y:2");
+        try (FakeBroker broker = new FakeBroker(gen, namesrv.addr(),
+            identity(Compat.unique("cluster"), Compat.unique("broker"), 0), twoTopics(t1, t2))) {
+            Generation.RegisterResult result = broker.register();
+            assertNotNull(result.orderTopicConfig(), "REGISTER_BROKER answer without the ORDER_TOPIC_CONFIG body");
+            assertEquals("broker-x:2;broker-y:2", result.orderTopicConfig().get(t1),
+                "ORDER_TOPIC_CONFIG in the REGISTER_BROKER answer: " + result.orderTopicConfig());
+        } finally {
+            admin.deleteKvConfig("ORDER_TOPIC_CONFIG", t1);
+        }
+    }
+
+    @Test
+    void routeBodyUsesLegacyJsonForOldClientsAndStandardJsonForNewOnes() throws Exception {
+        // Java NameServer: version >= V4_9_4 (401) or acceptStandardJsonOnly=true -> quoted map keys;
+        // older versions (every Go client sends 317) -> fastjson's unquoted {0:"addr"}.
+        String t1 = Compat.unique("json-a");
+        String t2 = Compat.unique("json-b");
+        Generation.BrokerIdentity b = identity(Compat.unique("cluster"), Compat.unique("broker"), 0);
+        try (FakeBroker broker = new FakeBroker(gen, namesrv.addr(), b, twoTopics(t1, t2))) {
+            broker.register();
+            String unquoted = "\"brokerAddrs\":{0:\"" + b.brokerAddr() + "\"}";
+            String quoted = "\"brokerAddrs\":{\"0\":\"" + b.brokerAddr() + "\"}";
+            assertRouteBody(broker, t1, 317, Map.of(), unquoted);
+            assertRouteBody(broker, t1, 409, Map.of(), quoted);
+            assertRouteBody(broker, t1, 317, Map.of("acceptStandardJsonOnly", "true"), quoted);
+        }
+    }
+
+    private static void assertRouteBody(FakeBroker broker, String topic, int version, Map<String, String> extra,
+                                        String expected) throws Exception {
+        Map<String, String> fields = new java.util.HashMap<>(extra);
+        fields.put("topic", topic);
+        RemotingCommand request = RemotingCommand.createRequestCommand(105,
+            Protocol.header("header.namesrv.GetRouteInfoRequestHeader", fields));
+        request.setVersion(version);
+        RemotingCommand response = broker.invoke(request);
+        assertEquals(0, response.getCode(), "GET_ROUTEINFO_BY_TOPIC version " + version + " " + extra + ": " + response);
+        String body = new String(response.getBody(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(body.contains(expected), "route body for request version " + version + " " + extra
+            + " should contain " + expected + ": " + body);
+    }
 }

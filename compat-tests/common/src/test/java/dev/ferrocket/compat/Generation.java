@@ -74,6 +74,7 @@ public interface Generation {
     record BrokerIdentity(String cluster, String brokerName, long brokerId, String brokerAddr, String haServerAddr) {
     }
 
-    record RegisterResult(String masterAddr, String haServerAddr) {
+    /** RegisterBrokerResponseHeader fields, and the ORDER_TOPIC_CONFIG KVTable body (null if absent). */
+    record RegisterResult(String masterAddr, String haServerAddr, Map<String, String> orderTopicConfig) {
     }
 }

@@ -95,7 +95,9 @@ public final class GoldenFrames {
         if (!ea.equals(eb)) {
             return "extFields " + ea + " vs " + eb;
         }
-        if (!Arrays.equals(a.getBody(), b.getBody()) && !(a.getBody() == null && b.getBody() != null && b.getBody().length == 0)) {
+        byte[] bodyA = a.getBody() == null ? new byte[0] : a.getBody();
+        byte[] bodyB = b.getBody() == null ? new byte[0] : b.getBody();
+        if (!Arrays.equals(bodyA, bodyB)) {
             return "body differs";
         }
         return null;

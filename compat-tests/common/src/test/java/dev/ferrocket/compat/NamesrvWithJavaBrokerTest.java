@@ -297,21 +297,34 @@ class NamesrvWithJavaBrokerTest {
                 hosted.add(topic);
             }
         }
-        assertTrue(hosted.contains(routeTopic) && hosted.contains(TBW102), "topics with a queue on " + BROKER + ": " + hosted);
+        assertTrue(hosted.contains(routeTopic) && hosted.contains(TBW102),
+            "topics with a queue on " + BROKER + ": " + hosted);
 
         int wiped = admin.wipeWritePermOfBroker(ns(), BROKER);
+        int routePermWiped;
+        int tbwPermWiped;
+        int added;
         try {
-            assertEquals(hosted.size(), wiped, "wipeTopicCount: every topic with QueueData on " + BROKER + " " + hosted);
-            assertEquals(PERM_READ, NamesrvQueries.route(admin, routeTopic).queueOf(BROKER).perm(), "perm of " + routeTopic + " after wipe");
-            assertEquals(PERM_READ | PERM_INHERIT, NamesrvQueries.route(admin, TBW102).queueOf(BROKER).perm(), "perm of TBW102 after wipe");
+            routePermWiped = permOn(routeTopic);
+            tbwPermWiped = permOn(TBW102);
         } finally {
-            int added = admin.addWritePermOfBroker(ns(), BROKER);
-            assertEquals(hosted.size(), added, "addTopicCount: every topic with QueueData on " + BROKER);
+            added = admin.addWritePermOfBroker(ns(), BROKER);
         }
+        assertEquals(hosted.size(), wiped, "wipeTopicCount: every topic with QueueData on " + BROKER + " " + hosted);
+        assertEquals(PERM_READ, routePermWiped, "perm of " + routeTopic + " after wipe");
+        assertEquals(PERM_READ | PERM_INHERIT, tbwPermWiped, "perm of TBW102 after wipe");
+        assertEquals(hosted.size(), added, "addTopicCount: every topic with QueueData on " + BROKER + " " + hosted);
         // The Java NameServer sets perm to READ|WRITE (6) on add, dropping INHERIT.
-        assertEquals(PERM_READ | PERM_WRITE, NamesrvQueries.route(admin, routeTopic).queueOf(BROKER).perm(), "perm of " + routeTopic + " after add");
-        int tbwPerm = NamesrvQueries.route(admin, TBW102).queueOf(BROKER).perm();
+        assertEquals(PERM_READ | PERM_WRITE, permOn(routeTopic), "perm of " + routeTopic + " after add");
+        int tbwPerm = permOn(TBW102);
         assertTrue((tbwPerm & PERM_WRITE) != 0 && (tbwPerm & PERM_READ) != 0, "TBW102 perm after add: " + tbwPerm);
+    }
+
+    /** The perm of the QueueData of our broker in the route of {@code topic}. */
+    private int permOn(String topic) throws Exception {
+        Generation.QueueView queue = NamesrvQueries.route(admin, topic).queueOf(BROKER);
+        assertNotNull(queue, "no QueueData of " + BROKER + " in the route of " + topic);
+        return queue.perm();
     }
 
     @Test

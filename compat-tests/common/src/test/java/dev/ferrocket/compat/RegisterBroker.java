@@ -2,14 +2,16 @@ package dev.ferrocket.compat;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RemotingSerializable;
 
 /**
  * REGISTER_BROKER (103) as {@code BrokerOuterAPI.registerBrokerAll} builds it: a
  * RegisterBrokerRequestHeader, the generation's RegisterBrokerBody, and the body's CRC32 in the
- * header; and the RegisterBrokerResponseHeader of the answer.
+ * header; and the RegisterBrokerResponseHeader and ORDER_TOPIC_CONFIG body of the answer.
  */
 public final class RegisterBroker {
     public static final int REGISTER_BROKER = 103;
@@ -36,9 +38,17 @@ public final class RegisterBroker {
         return request;
     }
 
-    /** The RegisterBrokerResponseHeader of an answer, read with the official decoder. */
+    /** The RegisterBrokerResponseHeader and KVTable body of an answer, read with the official decoders. */
     public static Generation.RegisterResult decodeResponse(RemotingCommand response) throws Exception {
         Map<String, String> fields = Protocol.decodeHeader(response, "header.namesrv.RegisterBrokerResponseHeader");
-        return new Generation.RegisterResult(fields.get("masterAddr"), fields.get("haServerAddr"));
+        Map<String, String> orderTopicConfig = null;
+        if (response.getBody() != null) {
+            // BrokerOuterAPI: KVTable.decode(response.getBody(), KVTable.class)
+            Object table = RemotingSerializable.decode(response.getBody(), Protocol.typeOrNull("body.KVTable"));
+            @SuppressWarnings("unchecked")
+            Map<String, String> entries = (Map<String, String>) table.getClass().getMethod("getTable").invoke(table);
+            orderTopicConfig = entries == null ? Map.of() : new TreeMap<>(entries);
+        }
+        return new Generation.RegisterResult(fields.get("masterAddr"), fields.get("haServerAddr"), orderTopicConfig);
     }
 }
