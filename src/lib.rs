@@ -11,6 +11,7 @@
 pub mod config;
 pub mod model;
 pub mod namesrv;
+pub mod persist;
 pub mod protocol;
 pub mod remoting;
 pub mod shutdown;

@@ -7,7 +7,6 @@
 //! is kept as `kvConfig.json.bak`, as Java does.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -91,28 +90,9 @@ impl KvConfigManager {
     fn persist(&self) -> Result<(), KvError> {
         let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let json = serde_json::to_vec_pretty(&KvFile { config_table: self.table().clone() }).unwrap_or_default();
-        write_atomically(&self.path, &json).map_err(|source| KvError::Write { path: self.path.clone(), source })
+        crate::persist::write_atomically(&self.path, &json)
+            .map_err(|source| KvError::Write { path: self.path.clone(), source })
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, keeping the old file as
-/// `<path>.bak` and fsyncing the file and its directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if path.exists() {
-        let mut bak = path.as_os_str().to_owned();
-        bak.push(".bak");
-        std::fs::copy(path, PathBuf::from(bak))?;
-    }
-    std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -366,7 +366,7 @@ impl NamesrvProcessor {
         let text = crate::config::to_properties(&next.entries());
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = next;
         info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "namesrv config updated");
-        blocking(move || super::kv::write_atomically(&path, text.as_bytes()))
+        blocking(move || crate::persist::write_atomically(&path, text.as_bytes()))
             .await?
             .map_err(|e| NamesrvError::Refused(format!("config updated but not persisted: {e}")))?;
         Ok(ok(req))

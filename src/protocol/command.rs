@@ -97,6 +97,9 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     pub ext_fields: ExtFields,
     pub body: Bytes,
+    /// More body bytes, sent after `body` without being copied (e.g. stored records straight
+    /// from the mapped CommitLog). Always empty on decoded commands.
+    pub body_parts: Vec<Bytes>,
     /// How the header was (or will be) serialized.
     pub serialize_type: SerializeType,
 }
@@ -136,6 +139,11 @@ impl RemotingCommand {
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
         self
+    }
+
+    /// Length of the whole body, parts included.
+    pub fn body_len(&self) -> usize {
+        self.body.len() + self.body_parts.iter().map(Bytes::len).sum::<usize>()
     }
 
     pub fn with_ext(mut self, key: &str, value: impl Into<String>) -> Self {

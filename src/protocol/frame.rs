@@ -87,19 +87,28 @@ pub fn decode_header(serialize_type: u8, header: &[u8]) -> Result<RemotingComman
     }
 }
 
-/// Encodes `cmd` as a whole frame, its header in `cmd.serialize_type`.
-pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
+/// Encodes everything of `cmd`'s frame but the body: length, header word and header.
+pub fn encode_head(cmd: &RemotingCommand, dst: &mut BytesMut) {
     let mut header = Vec::with_capacity(128);
     match cmd.serialize_type {
         SerializeType::Json => header_json::encode(cmd, &mut header),
         SerializeType::RocketMq => header_binary::encode(cmd, &mut header),
     }
-    let length = 4 + header.len() + cmd.body.len();
-    dst.reserve(4 + length);
+    let length = 4 + header.len() + cmd.body_len();
+    dst.reserve(8 + header.len());
     dst.put_u32(length as u32);
     dst.put_u32((u32::from(cmd.serialize_type.as_byte()) << 24) | (header.len() as u32 & 0x00FF_FFFF));
     dst.put_slice(&header);
+}
+
+/// Encodes `cmd` as a whole frame (body copied), its header in `cmd.serialize_type`.
+pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) {
+    encode_head(cmd, dst);
+    dst.reserve(cmd.body_len());
     dst.put_slice(&cmd.body);
+    for part in &cmd.body_parts {
+        dst.put_slice(part);
+    }
 }
 
 /// tokio-util codec: frames in, commands out (and back).
@@ -165,6 +174,7 @@ mod tests {
             remark: None,
             ext_fields: [("topic".to_string(), "T".to_string())].into(),
             body: bytes::Bytes::from_static(b"body!"),
+            body_parts: Vec::new(),
             serialize_type: ser,
         }
     }
@@ -233,6 +243,7 @@ mod tests {
                 remark,
                 ext_fields: ext,
                 body: body.into(),
+                body_parts: Vec::new(),
                 serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },
             })
     }

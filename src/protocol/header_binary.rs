@@ -48,6 +48,7 @@ fn parse_header(i: &[u8]) -> IResult<&[u8], RemotingCommand> {
             remark: non_empty(remark),
             ext_fields,
             body: Default::default(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::RocketMq,
         },
     ))
@@ -126,6 +127,7 @@ mod tests {
             remark: Some("hi".into()),
             ext_fields: [("topic".to_string(), "TopicTest".to_string())].into(),
             body: Default::default(),
+            body_parts: Vec::new(),
             serialize_type: SerializeType::RocketMq,
         }
     }

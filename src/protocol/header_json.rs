@@ -35,6 +35,7 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
         },
         ext_fields: ext_fields(obj.get("extFields"))?,
         body: Default::default(),
+        body_parts: Vec::new(),
         serialize_type: SerializeType::Json,
     })
 }

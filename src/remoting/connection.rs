@@ -8,15 +8,18 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use bytes::{Buf, Bytes, BytesMut};
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn, Instrument};
 
 use super::RemotingError;
+use crate::protocol::frame::encode_head;
 use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
 
 /// Frames queued for the writer per connection.
@@ -89,9 +92,7 @@ impl Connection {
         let limits = options.limits;
         let (read, write) = stream.into_split();
         let span = tracing::info_span!("conn", id = conn.id, peer = %peer);
-        tracker.spawn(
-            write_loop(FramedWrite::new(write, RemotingCodec::new(limits)), rx, conn.clone()).instrument(span.clone()),
-        );
+        tracker.spawn(write_loop(write, rx, conn.clone()).instrument(span.clone()));
         let reader =
             read_loop(FramedRead::new(read, RemotingCodec::new(limits)), conn.clone(), handler, tracker.clone());
         tracker.spawn(reader.instrument(span.clone()));
@@ -228,11 +229,12 @@ async fn read_loop<H: RequestHandler>(
 }
 
 async fn write_loop(
-    mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
+    mut sink: tokio::net::tcp::OwnedWriteHalf,
     mut rx: mpsc::Receiver<RemotingCommand>,
     conn: Arc<Connection>,
 ) {
     let closed = conn.closed.clone();
+    let mut out = FrameWriter::default();
     loop {
         let cmd = tokio::select! {
             _ = closed.cancelled() => break,
@@ -241,22 +243,81 @@ async fn write_loop(
                 None => break,
             },
         };
-        // Feed what is queued, then flush once.
-        let mut result = sink.feed(cmd).await;
-        while result.is_ok() {
+        // Gather what is queued, then write it with as few syscalls as possible.
+        out.push(cmd);
+        while out.len() < 1 << 20 {
             match rx.try_recv() {
-                Ok(more) => result = sink.feed(more).await,
+                Ok(more) => out.push(more),
                 Err(_) => break,
             }
         }
-        if let Err(e) = result.and(sink.flush().await) {
+        if let Err(e) = out.write_to(&mut sink).await {
             debug!(error = %e, "write failed; closing connection");
             break;
         }
         conn.touch();
     }
     closed.cancel();
-    let _ = sink.close().await;
+    let _ = sink.shutdown().await;
+}
+
+/// Frames waiting to be written: small pieces are copied into one buffer, large body parts
+/// (stored records from the mapped CommitLog) are written from where they are, with `writev`.
+#[derive(Default)]
+struct FrameWriter {
+    buf: BytesMut,
+    chunks: Vec<Bytes>,
+    len: usize,
+}
+
+/// Body parts at least this big are not copied.
+const ZERO_COPY_MIN: usize = 4096;
+
+impl FrameWriter {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, cmd: RemotingCommand) {
+        self.len += 8 + cmd.body_len();
+        encode_head(&cmd, &mut self.buf);
+        for part in std::iter::once(&cmd.body).chain(cmd.body_parts.iter()) {
+            if part.len() < ZERO_COPY_MIN {
+                self.buf.extend_from_slice(part);
+            } else {
+                if !self.buf.is_empty() {
+                    self.chunks.push(self.buf.split().freeze());
+                }
+                self.chunks.push(part.clone());
+            }
+        }
+    }
+
+    async fn write_to(&mut self, sink: &mut tokio::net::tcp::OwnedWriteHalf) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.chunks.push(self.buf.split().freeze());
+        }
+        let mut chunks: std::collections::VecDeque<Bytes> = self.chunks.drain(..).collect();
+        while !chunks.is_empty() {
+            let slices: Vec<std::io::IoSlice<'_>> = chunks.iter().take(64).map(|c| std::io::IoSlice::new(c)).collect();
+            let mut n = sink.write_vectored(&slices).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            while n > 0 {
+                let Some(front) = chunks.front_mut() else { break };
+                if n >= front.len() {
+                    n -= front.len();
+                    chunks.pop_front();
+                } else {
+                    front.advance(n);
+                    n = 0;
+                }
+            }
+        }
+        self.len = 0;
+        Ok(())
+    }
 }
 
 /// Closes the connection once it has been idle for `idle`.

@@ -1,6 +1,8 @@
 //! JSON bodies, in the shapes fastjson 1.x writes and Java peers parse (spec §4.16).
 
+pub mod client;
 pub mod json;
+pub mod message;
 pub mod register;
 pub mod route;
 

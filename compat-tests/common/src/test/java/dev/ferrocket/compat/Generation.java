@@ -1,9 +1,16 @@
 package dev.ferrocket.compat;
 
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.store.DefaultMessageStore;
+import org.apache.rocketmq.store.MessageArrivingListener;
+import org.apache.rocketmq.store.PutMessageResult;
+import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.stats.BrokerStatsManager;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -44,6 +51,32 @@ public interface Generation {
 
     /** Header fields this generation's broker adds to REGISTER_BROKER beyond the common ones. */
     Map<String, String> registerBrokerHeaderExtras();
+
+    // ---- the Java message store (StoreInteropTest) ----
+
+    /**
+     * A bare {@link DefaultMessageStore} as the broker builds it; 5.x also takes the broker's topic
+     * table (the store only reads it for queue types and cleanup policies).
+     */
+    DefaultMessageStore newMessageStore(MessageStoreConfig storeConfig, BrokerStatsManager stats,
+        MessageArrivingListener listener, BrokerConfig brokerConfig) throws IOException;
+
+    /**
+     * {@code putMessage} of a {@code MessageExtBrokerInner} (in {@code org.apache.rocketmq.store}
+     * in 4.9, {@code org.apache.rocketmq.common.message} in 5.x) filled the way the broker's
+     * SendMessageProcessor fills it: properties string regenerated from the map, tagsCode = Java hash
+     * of TAGS.
+     */
+    PutMessageResult putMessage(DefaultMessageStore store, StoreMessage message);
+
+    /** {@code MessageExtBrokerInner.tagsString2tagsCode(tags)}: what a ConsumeQueue unit holds. */
+    long tagsCode(String tags);
+
+    /**
+     * The ConsumeQueue unit at logical offset {@code index} as the Java store reads it:
+     * {@code {commitLogOffset, size, tagsCode}}, or null if it has none there.
+     */
+    long[] consumeQueueUnit(DefaultMessageStore store, String topic, int queueId, long index);
 
     // ---- version-neutral values ----
 

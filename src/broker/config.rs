@@ -1,0 +1,304 @@
+//! `broker.conf`: Java's keys (`BrokerConfig`, `MessageStoreConfig`, `NettyServerConfig`) with
+//! their defaults. One key may set several Java objects (e.g. `listenPort`); here every key lives
+//! once in [`BrokerConfig`], and [`BrokerConfig::store_config`] derives the store's settings.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use crate::config::{config_struct, home_dir, read_properties, ConfigError};
+use crate::store::{FlushDiskType, StoreConfig};
+
+config_struct! {
+    /// Broker configuration.
+    pub struct BrokerConfig {
+        broker_cluster_name: String = "DefaultCluster".into() => "brokerClusterName",
+        broker_name: String = default_broker_name() => "brokerName",
+        broker_id: i64 = 0 => "brokerId",
+        broker_role: String = "ASYNC_MASTER".into() => "brokerRole",
+        flush_disk_type: String = "ASYNC_FLUSH".into() => "flushDiskType",
+        namesrv_addr: String = std::env::var("NAMESRV_ADDR").unwrap_or_default() => "namesrvAddr",
+        listen_port: u16 = 10911 => "listenPort",
+        bind_address: String = "0.0.0.0".into() => "bindAddress",
+        broker_ip1: String = default_ip() => "brokerIP1",
+        broker_ip2: String = String::new() => "brokerIP2",
+        ha_listen_port: u16 = 0 => "haListenPort",
+        rocketmq_home: String = std::env::var("ROCKETMQ_HOME").unwrap_or_default() => "rocketmqHome",
+        region_id: String = "DefaultRegion".into() => "regionId",
+        trace_on: bool = true => "traceOn",
+        auto_create_topic_enable: bool = true => "autoCreateTopicEnable",
+        default_topic_queue_nums: i32 = 8 => "defaultTopicQueueNums",
+        auto_create_subscription_group: bool = true => "autoCreateSubscriptionGroup",
+        cluster_topic_enable: bool = true => "clusterTopicEnable",
+        broker_topic_enable: bool = true => "brokerTopicEnable",
+        broker_permission: i32 = 6 => "brokerPermission",
+        flush_consumer_offset_interval: u64 = 5000 => "flushConsumerOffsetInterval",
+        long_polling_enable: bool = true => "longPollingEnable",
+        short_polling_time_mills: u64 = 1000 => "shortPollingTimeMills",
+        slave_read_enable: bool = false => "slaveReadEnable",
+        register_name_server_period: u64 = 30_000 => "registerNameServerPeriod",
+        register_broker_timeout_mills: u64 = 24_000 => "registerBrokerTimeoutMills",
+        force_register: bool = true => "forceRegister",
+        channel_expired_timeout: u64 = 120_000 => "channelExpiredTimeout",
+        server_channel_max_idle_time_seconds: u64 = 120 => "serverChannelMaxIdleTimeSeconds",
+        reject_transaction_message: bool = false => "rejectTransactionMessage",
+        enable_property_filter: bool = false => "enablePropertyFilter",
+        acl_enable: bool = false => "aclEnable",
+        authentication_enabled: bool = false => "authenticationEnabled",
+        authorization_enabled: bool = false => "authorizationEnabled",
+        enable_dleger_commit_log: bool = false => "enableDLegerCommitLog",
+        enable_controller_mode: bool = false => "enableControllerMode",
+        enable_slave_acting_master: bool = false => "enableSlaveActingMaster",
+        // MessageStoreConfig
+        store_path_root_dir: PathBuf = home_dir().join("store") => "storePathRootDir",
+        store_path_commit_log: String = String::new() => "storePathCommitLog",
+        mapped_file_size_commit_log: usize = 1024 * 1024 * 1024 => "mappedFileSizeCommitLog",
+        mapped_file_size_consume_queue: usize = 300_000 * 20 => "mappedFileSizeConsumeQueue",
+        delete_when: String = "04".into() => "deleteWhen",
+        file_reserved_time: u64 = 72 => "fileReservedTime",
+        disk_max_used_space_ratio: u32 = 75 => "diskMaxUsedSpaceRatio",
+        disk_space_warning_level_ratio: u32 = 90 => "diskSpaceWarningLevelRatio",
+        disk_space_clean_forcibly_ratio: u32 = 85 => "diskSpaceCleanForciblyRatio",
+        clean_file_forcibly_enable: bool = true => "cleanFileForciblyEnable",
+        clean_resource_interval: u64 = 10_000 => "cleanResourceInterval",
+        delete_file_batch_max: usize = 10 => "deleteFileBatchMax",
+        max_message_size: usize = 4 * 1024 * 1024 => "maxMessageSize",
+        flush_interval_commit_log: u64 = 500 => "flushIntervalCommitLog",
+        flush_commit_log_least_pages: usize = 4 => "flushCommitLogLeastPages",
+        flush_commit_log_thorough_interval: u64 = 10_000 => "flushCommitLogThoroughInterval",
+        flush_interval_consume_queue: u64 = 1000 => "flushIntervalConsumeQueue",
+        flush_consume_queue_least_pages: usize = 2 => "flushConsumeQueueLeastPages",
+        flush_consume_queue_thorough_interval: u64 = 60_000 => "flushConsumeQueueThoroughInterval",
+        sync_flush_timeout: u64 = 5000 => "syncFlushTimeout",
+        check_crc_on_recover: bool = true => "checkCRCOnRecover",
+        message_index_enable: bool = true => "messageIndexEnable",
+        max_hash_slot_num: usize = 5_000_000 => "maxHashSlotNum",
+        max_index_num: usize = 20_000_000 => "maxIndexNum",
+        default_query_max_num: usize = 32 => "defaultQueryMaxNum",
+        max_transfer_bytes_on_message_in_memory: usize = 256 * 1024 => "maxTransferBytesOnMessageInMemory",
+        max_transfer_count_on_message_in_memory: usize = 32 => "maxTransferCountOnMessageInMemory",
+        max_transfer_bytes_on_message_in_disk: usize = 64 * 1024 => "maxTransferBytesOnMessageInDisk",
+        max_transfer_count_on_message_in_disk: usize = 8 => "maxTransferCountOnMessageInDisk",
+        access_message_in_memory_max_ratio: u32 = 40 => "accessMessageInMemoryMaxRatio",
+        max_filter_message_size: usize = 16_000 => "maxFilterMessageSize",
+        transient_store_pool_enable: bool = false => "transientStorePoolEnable",
+        warm_maped_file_enable: bool = false => "warmMapedFileEnable",
+        message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".into() => "messageDelayLevel",
+        // ferrocket
+        frame_max_length: usize = crate::protocol::frame::DEFAULT_MAX_FRAME => "frameMaxLength",
+        max_connections: usize = 10_000 => "maxConnections",
+    }
+}
+
+/// Keys that only size Java thread pools or tune Java-specific machinery.
+const NO_EFFECT: &[&str] = &[
+    "sendMessageThreadPoolNums",
+    "putMessageFutureThreadPoolNums",
+    "pullMessageThreadPoolNums",
+    "litePullMessageThreadPoolNums",
+    "processReplyMessageThreadPoolNums",
+    "queryMessageThreadPoolNums",
+    "adminBrokerThreadPoolNums",
+    "clientManageThreadPoolNums",
+    "consumerManageThreadPoolNums",
+    "heartbeatThreadPoolNums",
+    "endTransactionThreadPoolNums",
+    "sendThreadPoolQueueCapacity",
+    "pullThreadPoolQueueCapacity",
+    "serverWorkerThreads",
+    "serverSelectorThreads",
+    "useReentrantLockWhenPutMessage",
+    "transferMsgByHeap",
+    "brokerFastFailureEnable",
+    "waitTimeMillsInSendQueue",
+    "waitTimeMillsInPullQueue",
+    "osPageCacheBusyTimeOutMills",
+];
+
+fn default_broker_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "DEFAULT_BROKER".into())
+}
+
+/// The address clients should use: the host name's first non-loopback IPv4, else 127.0.0.1.
+fn default_ip() -> String {
+    use std::net::ToSocketAddrs;
+    let host = default_broker_name();
+    (host.as_str(), 0)
+        .to_socket_addrs()
+        .ok()
+        .into_iter()
+        .flatten()
+        .map(|a| a.ip())
+        .find(|ip| ip.is_ipv4() && !ip.is_loopback())
+        .map_or_else(|| "127.0.0.1".into(), |ip| ip.to_string())
+}
+
+impl BrokerConfig {
+    /// Defaults, then `file`, then `-n`. Unknown keys are warned about once; bad values and keys
+    /// for behaviour ferrocket does not implement refuse start-up.
+    pub fn load(file: Option<&Path>, namesrv: Option<&str>) -> Result<Self, ConfigError> {
+        let mut c = Self::default();
+        if let Some(path) = file {
+            for (key, value) in read_properties(path)? {
+                if !c.set(&key, &value)? {
+                    if NO_EFFECT.contains(&key.as_str()) {
+                        info!(key, "config key accepted; it tunes Java thread pools and has no effect here");
+                    } else {
+                        warn!(key, "unknown broker config key ignored");
+                    }
+                }
+            }
+        }
+        if let Some(n) = namesrv {
+            c.namesrv_addr = n.to_owned();
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let refuse = |key: &str, reason: &str| Err(ConfigError::Refused { key: key.into(), reason: reason.into() });
+        match self.broker_role.as_str() {
+            "ASYNC_MASTER" => {}
+            "SYNC_MASTER" | "SLAVE" => return refuse("brokerRole", "master/slave replication is not implemented yet; use ASYNC_MASTER"),
+            other => return refuse("brokerRole", &format!("'{other}' is not ASYNC_MASTER, SYNC_MASTER or SLAVE")),
+        }
+        if !matches!(self.flush_disk_type.as_str(), "ASYNC_FLUSH" | "SYNC_FLUSH") {
+            return refuse("flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH");
+        }
+        if self.broker_id != 0 {
+            return refuse("brokerId", "a master has brokerId 0; slaves are not implemented yet");
+        }
+        let unsupported = [
+            ("enableDLegerCommitLog", self.enable_dleger_commit_log),
+            ("enableControllerMode", self.enable_controller_mode),
+            ("enableSlaveActingMaster", self.enable_slave_acting_master),
+            ("aclEnable", self.acl_enable),
+            ("authenticationEnabled", self.authentication_enabled),
+            ("authorizationEnabled", self.authorization_enabled),
+            ("enablePropertyFilter", self.enable_property_filter),
+        ];
+        for (key, on) in unsupported {
+            if on {
+                return refuse(key, "not implemented yet; remove the key or set it to false");
+            }
+        }
+        if self.store_path_commit_log.contains(',') {
+            return refuse("storePathCommitLog", "several CommitLog directories are not supported yet");
+        }
+        if self.mapped_file_size_commit_log < 64 * 1024 {
+            return refuse("mappedFileSizeCommitLog", "must be at least 65536 bytes");
+        }
+        if self.mapped_file_size_consume_queue < 20 {
+            return refuse("mappedFileSizeConsumeQueue", "must hold at least one 20-byte unit");
+        }
+        if self.namesrv_addr.split(';').any(|a| !a.is_empty() && !a.contains(':')) {
+            return refuse("namesrvAddr", "expected host:port[;host:port]");
+        }
+        Ok(())
+    }
+
+    /// The NameServers to register with.
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrv_addr.split(';').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
+    }
+
+    /// `brokerIP1:listenPort`, what clients connect to and what message ids encode.
+    pub fn broker_addr(&self) -> String {
+        format!("{}:{}", self.broker_ip1, self.listen_port)
+    }
+
+    /// `brokerIP2:haListenPort` (listenPort + 1 by default).
+    pub fn ha_server_addr(&self) -> String {
+        let ip = if self.broker_ip2.is_empty() { &self.broker_ip1 } else { &self.broker_ip2 };
+        let port = if self.ha_listen_port == 0 { self.listen_port.saturating_add(1) } else { self.ha_listen_port };
+        format!("{ip}:{port}")
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("config")
+    }
+
+    pub fn store_config(&self) -> StoreConfig {
+        let ms = Duration::from_millis;
+        StoreConfig {
+            store_path_root_dir: self.store_path_root_dir.clone(),
+            store_path_commit_log: (!self.store_path_commit_log.is_empty()).then(|| PathBuf::from(&self.store_path_commit_log)),
+            mapped_file_size_commit_log: self.mapped_file_size_commit_log,
+            mapped_file_size_consume_queue: self.mapped_file_size_consume_queue,
+            flush_disk_type: if self.flush_disk_type == "SYNC_FLUSH" { FlushDiskType::SyncFlush } else { FlushDiskType::AsyncFlush },
+            flush_interval_commit_log: ms(self.flush_interval_commit_log),
+            flush_commit_log_least_pages: self.flush_commit_log_least_pages,
+            flush_commit_log_thorough_interval: ms(self.flush_commit_log_thorough_interval),
+            flush_interval_consume_queue: ms(self.flush_interval_consume_queue),
+            flush_consume_queue_least_pages: self.flush_consume_queue_least_pages,
+            flush_consume_queue_thorough_interval: ms(self.flush_consume_queue_thorough_interval),
+            sync_flush_timeout: ms(self.sync_flush_timeout),
+            max_message_size: self.max_message_size,
+            check_crc_on_recover: self.check_crc_on_recover,
+            message_index_enable: self.message_index_enable,
+            max_hash_slot_num: self.max_hash_slot_num,
+            max_index_num: self.max_index_num,
+            file_reserved_time: self.file_reserved_time,
+            delete_when: self.delete_when.clone(),
+            disk_max_used_space_ratio: self.disk_max_used_space_ratio,
+            disk_space_warning_level_ratio: self.disk_space_warning_level_ratio,
+            disk_space_clean_forcibly_ratio: self.disk_space_clean_forcibly_ratio,
+            clean_file_forcibly_enable: self.clean_file_forcibly_enable,
+            clean_resource_interval: ms(self.clean_resource_interval),
+            delete_file_batch_max: self.delete_file_batch_max,
+            max_transfer_bytes_on_message_in_memory: self.max_transfer_bytes_on_message_in_memory,
+            max_transfer_count_on_message_in_memory: self.max_transfer_count_on_message_in_memory,
+            max_transfer_bytes_on_message_in_disk: self.max_transfer_bytes_on_message_in_disk,
+            max_transfer_count_on_message_in_disk: self.max_transfer_count_on_message_in_disk,
+            access_message_in_memory_max_ratio: self.access_message_in_memory_max_ratio,
+            max_filter_message_size: self.max_filter_message_size,
+            default_query_max_num: self.default_query_max_num,
+        }
+    }
+
+    /// The keys `-m` prints (`BrokerStartup -m`: the important ones).
+    pub fn important_entries(&self) -> Vec<(&'static str, String)> {
+        const IMPORTANT: &[&str] = &[
+            "brokerClusterName",
+            "brokerName",
+            "brokerId",
+            "brokerRole",
+            "flushDiskType",
+            "namesrvAddr",
+            "listenPort",
+            "brokerIP1",
+            "storePathRootDir",
+            "autoCreateTopicEnable",
+            "autoCreateSubscriptionGroup",
+        ];
+        self.entries().into_iter().filter(|(k, _)| IMPORTANT.contains(k)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_keys_load_and_refusals_name_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(&path, "brokerClusterName=C\nbrokerName=broker-a\nflushDiskType=SYNC_FLUSH\nlistenPort=10921\nsendMessageThreadPoolNums=4\nbogus=1\n").unwrap();
+        let c = BrokerConfig::load(Some(&path), Some("127.0.0.1:9876")).unwrap();
+        assert_eq!(c.broker_name, "broker-a");
+        assert_eq!(c.store_config().flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(c.namesrv_addrs(), vec!["127.0.0.1:9876"]);
+        assert!(c.ha_server_addr().ends_with(":10922"));
+        for (text, key) in [("brokerRole=SLAVE\n", "brokerRole"), ("aclEnable=true\n", "aclEnable"), ("listenPort=x\n", "listenPort"), ("flushDiskType=FAST\n", "flushDiskType")] {
+            std::fs::write(&path, text).unwrap();
+            let err = BrokerConfig::load(Some(&path), None).unwrap_err().to_string();
+            assert!(err.contains(key), "{text}: {err}");
+        }
+    }
+}

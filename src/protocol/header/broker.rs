@@ -1,0 +1,222 @@
+//! Headers of the client → broker requests and their responses
+//! (`org.apache.rocketmq.remoting.protocol.header`).
+
+use super::command_header;
+
+command_header! {
+    /// SEND_MESSAGE (10), SEND_REPLY_MESSAGE (324): `SendMessageRequestHeader`.
+    pub struct SendMessageRequestHeader {
+        producer_group: String = "producerGroup",
+        topic: String = "topic",
+        default_topic: Option<String> = "defaultTopic",
+        default_topic_queue_nums: Option<i32> = "defaultTopicQueueNums",
+        queue_id: Option<i32> = "queueId",
+        sys_flag: Option<i32> = "sysFlag",
+        born_timestamp: Option<i64> = "bornTimestamp",
+        flag: Option<i32> = "flag",
+        properties: Option<String> = "properties",
+        reconsume_times: Option<i32> = "reconsumeTimes",
+        unit_mode: Option<bool> = "unitMode",
+        batch: Option<bool> = "batch",
+        max_reconsume_times: Option<i32> = "maxReconsumeTimes",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+command_header! {
+    /// SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320): the same fields under one-letter keys.
+    pub struct SendMessageRequestHeaderV2 {
+        producer_group: String = "a",
+        topic: String = "b",
+        default_topic: Option<String> = "c",
+        default_topic_queue_nums: Option<i32> = "d",
+        queue_id: Option<i32> = "e",
+        sys_flag: Option<i32> = "f",
+        born_timestamp: Option<i64> = "g",
+        flag: Option<i32> = "h",
+        properties: Option<String> = "i",
+        reconsume_times: Option<i32> = "j",
+        unit_mode: Option<bool> = "k",
+        max_reconsume_times: Option<i32> = "l",
+        batch: Option<bool> = "m",
+        broker_name: Option<String> = "n",
+    }
+}
+
+impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
+    fn from(v: SendMessageRequestHeaderV2) -> Self {
+        Self {
+            producer_group: v.producer_group,
+            topic: v.topic,
+            default_topic: v.default_topic,
+            default_topic_queue_nums: v.default_topic_queue_nums,
+            queue_id: v.queue_id,
+            sys_flag: v.sys_flag,
+            born_timestamp: v.born_timestamp,
+            flag: v.flag,
+            properties: v.properties,
+            reconsume_times: v.reconsume_times,
+            unit_mode: v.unit_mode,
+            batch: v.batch,
+            max_reconsume_times: v.max_reconsume_times,
+            broker_name: v.broker_name,
+        }
+    }
+}
+
+command_header! {
+    /// Response to the send codes: `SendMessageResponseHeader`.
+    pub struct SendMessageResponseHeader {
+        msg_id: String = "msgId",
+        queue_id: i32 = "queueId",
+        queue_offset: i64 = "queueOffset",
+        transaction_id: Option<String> = "transactionId",
+    }
+}
+
+command_header! {
+    /// PULL_MESSAGE (11), LITE_PULL_MESSAGE (361): `PullMessageRequestHeader`.
+    pub struct PullMessageRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        queue_offset: i64 = "queueOffset",
+        max_msg_nums: i32 = "maxMsgNums",
+        sys_flag: i32 = "sysFlag",
+        commit_offset: Option<i64> = "commitOffset",
+        suspend_timeout_millis: Option<i64> = "suspendTimeoutMillis",
+        subscription: Option<String> = "subscription",
+        sub_version: Option<i64> = "subVersion",
+        expression_type: Option<String> = "expressionType",
+        max_msg_bytes: Option<i32> = "maxMsgBytes",
+    }
+}
+
+command_header! {
+    /// Response to PULL_MESSAGE: `PullMessageResponseHeader`.
+    pub struct PullMessageResponseHeader {
+        suggest_which_broker_id: i64 = "suggestWhichBrokerId",
+        next_begin_offset: i64 = "nextBeginOffset",
+        min_offset: i64 = "minOffset",
+        max_offset: i64 = "maxOffset",
+        topic_sys_flag: Option<i32> = "topicSysFlag",
+        group_sys_flag: Option<i32> = "groupSysFlag",
+    }
+}
+
+command_header! {
+    /// QUERY_CONSUMER_OFFSET (14).
+    pub struct QueryConsumerOffsetRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        set_zero_if_not_found: Option<bool> = "setZeroIfNotFound",
+    }
+}
+
+command_header! {
+    /// UPDATE_CONSUMER_OFFSET (15).
+    pub struct UpdateConsumerOffsetRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        commit_offset: i64 = "commitOffset",
+    }
+}
+
+command_header! {
+    /// `offset` answers: QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP.
+    pub struct OffsetResponseHeader {
+        offset: i64 = "offset",
+    }
+}
+
+command_header! {
+    /// GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32).
+    pub struct TopicQueueHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+    }
+}
+
+command_header! {
+    /// SEARCH_OFFSET_BY_TIMESTAMP (29).
+    pub struct SearchOffsetRequestHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        timestamp: i64 = "timestamp",
+        boundary_type: Option<String> = "boundaryType",
+    }
+}
+
+command_header! {
+    /// GET_EARLIEST_MSG_STORETIME response.
+    pub struct TimestampResponseHeader {
+        timestamp: i64 = "timestamp",
+    }
+}
+
+command_header! {
+    /// GET_CONSUMER_LIST_BY_GROUP (38), NOTIFY_CONSUMER_IDS_CHANGED (40).
+    pub struct ConsumerGroupHeader {
+        consumer_group: String = "consumerGroup",
+    }
+}
+
+command_header! {
+    /// UNREGISTER_CLIENT (35).
+    pub struct UnregisterClientRequestHeader {
+        client_id: String = "clientID",
+        producer_group: Option<String> = "producerGroup",
+        consumer_group: Option<String> = "consumerGroup",
+    }
+}
+
+command_header! {
+    /// UPDATE_AND_CREATE_TOPIC (17): `CreateTopicRequestHeader`.
+    pub struct CreateTopicRequestHeader {
+        topic: String = "topic",
+        default_topic: Option<String> = "defaultTopic",
+        read_queue_nums: i32 = "readQueueNums",
+        write_queue_nums: i32 = "writeQueueNums",
+        perm: i32 = "perm",
+        topic_filter_type: Option<String> = "topicFilterType",
+        topic_sys_flag: Option<i32> = "topicSysFlag",
+        order: bool = "order",
+        attributes: Option<String> = "attributes",
+    }
+}
+
+command_header! {
+    /// DELETE_TOPIC_IN_BROKER (215), GET_TOPIC_STATS_INFO (202), QUERY_TOPIC_CONSUME_BY_WHO (300).
+    pub struct TopicHeader {
+        topic: String = "topic",
+    }
+}
+
+command_header! {
+    /// QUERY_MESSAGE (12).
+    pub struct QueryMessageRequestHeader {
+        topic: String = "topic",
+        key: String = "key",
+        max_num: i32 = "maxNum",
+        begin_timestamp: i64 = "beginTimestamp",
+        end_timestamp: i64 = "endTimestamp",
+    }
+}
+
+command_header! {
+    /// QUERY_MESSAGE response.
+    pub struct QueryMessageResponseHeader {
+        index_last_update_timestamp: i64 = "indexLastUpdateTimestamp",
+        index_last_update_phyoffset: i64 = "indexLastUpdatePhyoffset",
+    }
+}
+
+command_header! {
+    /// VIEW_MESSAGE_BY_ID (33).
+    pub struct ViewMessageRequestHeader {
+        topic: Option<String> = "topic",
+        offset: i64 = "offset",
+    }
+}
