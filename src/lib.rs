@@ -8,6 +8,7 @@
 //! front end can share it.
 #![deny(unsafe_code)]
 
+pub mod broker;
 pub mod config;
 pub mod model;
 pub mod namesrv;

@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use ferrocket::broker::{Broker, BrokerConfig};
 use ferrocket::namesrv::{NameServer, NamesrvConfig};
 
 #[derive(Parser)]
@@ -17,11 +18,33 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs everything in one process with embedded defaults (today: the NameServer on 9876).
+    /// Runs a NameServer (9876) and a Broker (10911) in one process, data under $HOME/store and
+    /// $HOME/namesrv, no config needed.
     Standalone {
+        /// A Java broker.conf for the broker (optional).
+        #[arg(short = 'c', long = "config-file")]
+        config_file: Option<PathBuf>,
+        /// A Java namesrv.conf for the NameServer (optional).
+        #[arg(long = "namesrv-config")]
+        namesrv_config: Option<PathBuf>,
         /// Print the effective configuration and exit.
         #[arg(short = 'p', long = "print-config")]
         print_config: bool,
+    },
+    /// Runs a Broker.
+    Broker {
+        /// NameServer addresses, `host:port[;host:port]` (overrides namesrvAddr).
+        #[arg(short = 'n', long = "namesrv-addr")]
+        namesrv_addr: Option<String>,
+        /// A Java broker.conf (properties) file.
+        #[arg(short = 'c', long = "config-file")]
+        config_file: Option<PathBuf>,
+        /// Print every configuration key and exit.
+        #[arg(short = 'p', long = "print-config")]
+        print_config: bool,
+        /// Print the important configuration keys and exit.
+        #[arg(short = 'm', long = "print-important-config")]
+        print_important: bool,
     },
     /// Inspects or fills a store directory (Java layout): `dump` prints every message as JSON
     /// lines, `load` appends JSON lines read from stdin.
@@ -106,25 +129,82 @@ fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    let (config_file, print_config) = match cli.command {
-        Command::Standalone { print_config } => (None, print_config),
-        Command::Namesrv { config_file, print_config } => (config_file, print_config),
-        Command::Store { action } => return store_tool(action),
-    };
-    let config = NamesrvConfig::load(config_file.as_deref()).with_context(|| match &config_file {
+    match cli.command {
+        Command::Store { action } => store_tool(action),
+        Command::Namesrv { config_file, print_config } => {
+            let config = load_namesrv(config_file.as_deref())?;
+            if print_config {
+                print!("{}", ferrocket::config::to_properties(&config.entries()));
+                return Ok(());
+            }
+            serve(|shutdown| async move {
+                let namesrv = NameServer::bind(config).await.context("namesrv failed to start")?;
+                namesrv.run(shutdown).await;
+                Ok(())
+            })
+        }
+        Command::Broker { namesrv_addr, config_file, print_config, print_important } => {
+            let config = load_broker(config_file.as_deref(), namesrv_addr.as_deref())?;
+            if print_config || print_important {
+                let entries = if print_important { config.important_entries() } else { config.entries() };
+                print!("{}", ferrocket::config::to_properties(&entries));
+                return Ok(());
+            }
+            serve(|shutdown| async move {
+                let broker = Broker::bind(config).await.context("broker failed to start")?;
+                broker.run(shutdown).await;
+                Ok(())
+            })
+        }
+        Command::Standalone { config_file, namesrv_config, print_config } => {
+            let ns = load_namesrv(namesrv_config.as_deref())?;
+            let namesrv_addr = format!("127.0.0.1:{}", ns.listen_port);
+            let mut broker = load_broker(config_file.as_deref(), None)?;
+            if broker.namesrv_addr.is_empty() {
+                broker.namesrv_addr = namesrv_addr;
+            }
+            if print_config {
+                print!("# namesrv\n{}", ferrocket::config::to_properties(&ns.entries()));
+                print!("# broker\n{}", ferrocket::config::to_properties(&broker.entries()));
+                return Ok(());
+            }
+            serve(|shutdown| async move {
+                let namesrv = NameServer::bind(ns).await.context("namesrv failed to start")?;
+                let ns_task = tokio::spawn(namesrv.run(shutdown.clone()));
+                let broker = Broker::bind(broker).await.context("broker failed to start")?;
+                broker.run(shutdown.clone()).await;
+                shutdown.cancel();
+                let _ = ns_task.await;
+                Ok(())
+            })
+        }
+    }
+}
+
+fn load_namesrv(file: Option<&std::path::Path>) -> anyhow::Result<NamesrvConfig> {
+    NamesrvConfig::load(file).with_context(|| match file {
         Some(p) => format!("invalid namesrv configuration in {}", p.display()),
         None => "invalid namesrv configuration".to_owned(),
-    })?;
-    if print_config {
-        print!("{}", ferrocket::config::to_properties(&config.entries()));
-        return Ok(());
-    }
+    })
+}
+
+fn load_broker(file: Option<&std::path::Path>, namesrv: Option<&str>) -> anyhow::Result<BrokerConfig> {
+    BrokerConfig::load(file, namesrv).with_context(|| match file {
+        Some(p) => format!("invalid broker configuration in {}", p.display()),
+        None => "invalid broker configuration".to_owned(),
+    })
+}
+
+/// Runs `f` on a multi-threaded runtime until SIGINT/SIGTERM.
+fn serve<F, Fut>(f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(ferrocket::shutdown::cancel_on_signal(shutdown.clone()));
-        let namesrv = NameServer::bind(config).await.context("namesrv failed to start")?;
-        namesrv.run(shutdown).await;
-        Ok(())
+        f(shutdown).await
     })
 }

@@ -165,7 +165,9 @@ impl BrokerConfig {
         let refuse = |key: &str, reason: &str| Err(ConfigError::Refused { key: key.into(), reason: reason.into() });
         match self.broker_role.as_str() {
             "ASYNC_MASTER" => {}
-            "SYNC_MASTER" | "SLAVE" => return refuse("brokerRole", "master/slave replication is not implemented yet; use ASYNC_MASTER"),
+            "SYNC_MASTER" | "SLAVE" => {
+                return refuse("brokerRole", "master/slave replication is not implemented yet; use ASYNC_MASTER")
+            }
             other => return refuse("brokerRole", &format!("'{other}' is not ASYNC_MASTER, SYNC_MASTER or SLAVE")),
         }
         if !matches!(self.flush_disk_type.as_str(), "ASYNC_FLUSH" | "SYNC_FLUSH") {
@@ -228,10 +230,15 @@ impl BrokerConfig {
         let ms = Duration::from_millis;
         StoreConfig {
             store_path_root_dir: self.store_path_root_dir.clone(),
-            store_path_commit_log: (!self.store_path_commit_log.is_empty()).then(|| PathBuf::from(&self.store_path_commit_log)),
+            store_path_commit_log: (!self.store_path_commit_log.is_empty())
+                .then(|| PathBuf::from(&self.store_path_commit_log)),
             mapped_file_size_commit_log: self.mapped_file_size_commit_log,
             mapped_file_size_consume_queue: self.mapped_file_size_consume_queue,
-            flush_disk_type: if self.flush_disk_type == "SYNC_FLUSH" { FlushDiskType::SyncFlush } else { FlushDiskType::AsyncFlush },
+            flush_disk_type: if self.flush_disk_type == "SYNC_FLUSH" {
+                FlushDiskType::SyncFlush
+            } else {
+                FlushDiskType::AsyncFlush
+            },
             flush_interval_commit_log: ms(self.flush_interval_commit_log),
             flush_commit_log_least_pages: self.flush_commit_log_least_pages,
             flush_commit_log_thorough_interval: ms(self.flush_commit_log_thorough_interval),
@@ -295,7 +302,12 @@ mod tests {
         assert_eq!(c.store_config().flush_disk_type, FlushDiskType::SyncFlush);
         assert_eq!(c.namesrv_addrs(), vec!["127.0.0.1:9876"]);
         assert!(c.ha_server_addr().ends_with(":10922"));
-        for (text, key) in [("brokerRole=SLAVE\n", "brokerRole"), ("aclEnable=true\n", "aclEnable"), ("listenPort=x\n", "listenPort"), ("flushDiskType=FAST\n", "flushDiskType")] {
+        for (text, key) in [
+            ("brokerRole=SLAVE\n", "brokerRole"),
+            ("aclEnable=true\n", "aclEnable"),
+            ("listenPort=x\n", "listenPort"),
+            ("flushDiskType=FAST\n", "flushDiskType"),
+        ] {
             std::fs::write(&path, text).unwrap();
             let err = BrokerConfig::load(Some(&path), None).unwrap_err().to_string();
             assert!(err.contains(key), "{text}: {err}");

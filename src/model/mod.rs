@@ -10,6 +10,7 @@
 //! ```
 //! (the JSON shapes of `config/topics.json` and of the broker's registration body)
 
+pub mod group;
 pub mod message;
 pub mod perm;
 mod topic;

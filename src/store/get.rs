@@ -269,3 +269,16 @@ impl MessageStore {
         ids
     }
 }
+
+impl MessageStore {
+    /// Whether the message at queue offset `offset` is within the part of the CommitLog assumed
+    /// to be in memory (`checkInMemByConsumeOffset`); false if there is no such message.
+    pub fn is_in_memory(&self, topic: &str, queue_id: i32, offset: i64) -> bool {
+        let Some(unit) = self.queue(topic, queue_id).and_then(|q| q.unit(offset)).filter(|u| !u.is_blank()) else {
+            return false;
+        };
+        let memory = (self.inner.total_memory as f64 * f64::from(self.inner.config.access_message_in_memory_max_ratio)
+            / 100.0) as i64;
+        self.inner.commit_log.max_offset() as i64 - unit.commit_log_offset <= memory
+    }
+}

@@ -29,7 +29,7 @@ mod recovery;
 mod retention;
 
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
-pub use message_store::{ArrivalListener, FlushFault, MessageStore, PutMessageResult, PutStatus};
+pub use message_store::{now_ms, ArrivalListener, FlushFault, MessageStore, PutMessageResult, PutStatus};
 
 pub use config::{FlushDiskType, StoreConfig};
 

@@ -116,4 +116,9 @@ public final class ClientGeneration implements Generation {
             units.release();
         }
     }
+
+    @Override
+    public boolean storeSupportsMessageVersionV2() {
+        return false;
+    }
 }

@@ -109,4 +109,9 @@ public final class ClientGeneration implements Generation {
         CqUnit unit = queue == null ? null : queue.get(index);
         return unit == null ? null : new long[] {unit.getPos(), unit.getSize(), unit.getTagsCode()};
     }
+
+    @Override
+    public boolean storeSupportsMessageVersionV2() {
+        return true;
+    }
 }

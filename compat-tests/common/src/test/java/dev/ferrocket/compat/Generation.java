@@ -78,6 +78,13 @@ public interface Generation {
      */
     long[] consumeQueueUnit(DefaultMessageStore store, String topic, int queueId, long index);
 
+    /**
+     * Whether this release's store writes and reads MessageVersion V2 records (magic 0xDAA320AB,
+     * 2-byte topic length) for topics longer than 127 characters: 5.x yes; 4.9 knows only V1 and
+     * writes the length of such a topic as a wrapped-around byte.
+     */
+    boolean storeSupportsMessageVersionV2();
+
     // ---- version-neutral values ----
 
     record QueueView(String brokerName, int readQueueNums, int writeQueueNums, int perm, int topicSysFlag) {

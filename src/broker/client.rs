@@ -1,0 +1,185 @@
+//! Connected clients (`ConsumerManager`, `ProducerManager`): who is in which group over which
+//! connection, their subscriptions, and liveness (heartbeats every 30 s, expiry after 120 s).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::protocol::body::client::{ConsumerData, SubscriptionData};
+use crate::protocol::LanguageCode;
+use crate::remoting::Connection;
+
+/// One client connection in a group.
+#[derive(Clone)]
+pub struct ClientChannel {
+    pub conn: Arc<Connection>,
+    pub client_id: String,
+    pub language: LanguageCode,
+    pub version: i32,
+    pub last_update: Instant,
+}
+
+/// A consumer group as its members describe it (`ConsumerGroupInfo`).
+#[derive(Clone)]
+pub struct ConsumerGroupInfo {
+    pub channels: HashMap<u64, ClientChannel>,
+    pub subscriptions: BTreeMap<String, SubscriptionData>,
+    pub consume_type: String,
+    pub message_model: String,
+    pub consume_from_where: String,
+}
+
+impl ConsumerGroupInfo {
+    /// Client ids of live members, sorted.
+    pub fn client_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.channels.values().map(|c| c.client_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+}
+
+#[derive(Default)]
+pub struct ConsumerManager {
+    groups: Mutex<HashMap<String, ConsumerGroupInfo>>,
+}
+
+impl ConsumerManager {
+    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<String, ConsumerGroupInfo>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a heartbeat; true when the group's membership changed. Subscriptions are kept
+    /// unless `without_sub` (heartbeat v2) and replaced only by a newer `subVersion`.
+    pub fn register(&self, data: &ConsumerData, channel: ClientChannel, without_sub: bool) -> bool {
+        let mut groups = self.groups();
+        let info = groups.entry(data.group_name.clone()).or_insert_with(|| ConsumerGroupInfo {
+            channels: HashMap::new(),
+            subscriptions: BTreeMap::new(),
+            consume_type: data.consume_type.clone(),
+            message_model: data.message_model.clone(),
+            consume_from_where: data.consume_from_where.clone(),
+        });
+        info.consume_type = data.consume_type.clone();
+        info.message_model = data.message_model.clone();
+        info.consume_from_where = data.consume_from_where.clone();
+        let changed = info.channels.insert(channel.conn.id(), channel).is_none();
+        if !without_sub {
+            for sub in &data.subscription_data_set {
+                match info.subscriptions.get(&sub.topic) {
+                    Some(old) if old.sub_version >= sub.sub_version => {}
+                    _ => {
+                        info.subscriptions.insert(sub.topic.clone(), sub.clone());
+                    }
+                }
+            }
+            // Topics no longer subscribed go (`updateSubscription`).
+            info.subscriptions.retain(|t, _| data.subscription_data_set.iter().any(|s| &s.topic == t));
+        }
+        changed
+    }
+
+    /// Removes a connection from a group; true if it was a member.
+    pub fn unregister(&self, group: &str, conn_id: u64) -> bool {
+        let mut groups = self.groups();
+        let Some(info) = groups.get_mut(group) else { return false };
+        let removed = info.channels.remove(&conn_id).is_some();
+        if info.channels.is_empty() {
+            groups.remove(group);
+        }
+        removed
+    }
+
+    /// Removes a closed connection everywhere; returns the groups that changed.
+    pub fn connection_closed(&self, conn_id: u64) -> Vec<String> {
+        let mut groups = self.groups();
+        let mut changed = Vec::new();
+        for (name, info) in groups.iter_mut() {
+            if info.channels.remove(&conn_id).is_some() {
+                changed.push(name.clone());
+            }
+        }
+        groups.retain(|_, i| !i.channels.is_empty());
+        changed
+    }
+
+    /// Drops members silent for longer than `timeout`; returns (group, connection) removed.
+    pub fn scan_expired(&self, timeout: Duration) -> Vec<(String, Arc<Connection>)> {
+        let mut groups = self.groups();
+        let mut expired = Vec::new();
+        for (name, info) in groups.iter_mut() {
+            info.channels.retain(|_, c| {
+                let alive = c.last_update.elapsed() <= timeout;
+                if !alive {
+                    expired.push((name.clone(), c.conn.clone()));
+                }
+                alive
+            });
+        }
+        groups.retain(|_, i| !i.channels.is_empty());
+        expired
+    }
+
+    pub fn group(&self, group: &str) -> Option<ConsumerGroupInfo> {
+        self.groups().get(group).cloned()
+    }
+
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
+        self.groups().get(group)?.subscriptions.get(topic).cloned()
+    }
+
+    /// Groups with a live member subscribed to `topic`.
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.groups().iter().filter(|(_, i)| i.subscriptions.contains_key(topic)).map(|(g, _)| g.clone()).collect()
+    }
+}
+
+/// Producer groups and their connections (for transaction checks and admin listings).
+#[derive(Default)]
+pub struct ProducerManager {
+    groups: Mutex<HashMap<String, HashMap<u64, ClientChannel>>>,
+}
+
+impl ProducerManager {
+    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<u64, ClientChannel>>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn register(&self, group: &str, channel: ClientChannel) {
+        self.groups().entry(group.to_owned()).or_default().insert(channel.conn.id(), channel);
+    }
+
+    pub fn unregister(&self, group: &str, conn_id: u64) {
+        let mut groups = self.groups();
+        if let Some(g) = groups.get_mut(group) {
+            g.remove(&conn_id);
+            if g.is_empty() {
+                groups.remove(group);
+            }
+        }
+    }
+
+    pub fn connection_closed(&self, conn_id: u64) {
+        let mut groups = self.groups();
+        for g in groups.values_mut() {
+            g.remove(&conn_id);
+        }
+        groups.retain(|_, g| !g.is_empty());
+    }
+
+    pub fn scan_expired(&self, timeout: Duration) -> usize {
+        let mut groups = self.groups();
+        let mut n = 0;
+        for g in groups.values_mut() {
+            let before = g.len();
+            g.retain(|_, c| c.last_update.elapsed() <= timeout);
+            n += before - g.len();
+        }
+        groups.retain(|_, g| !g.is_empty());
+        n
+    }
+
+    pub fn channels(&self, group: &str) -> Vec<ClientChannel> {
+        self.groups().get(group).map(|g| g.values().cloned().collect()).unwrap_or_default()
+    }
+}

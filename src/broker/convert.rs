@@ -1,0 +1,117 @@
+//! The one bridge between wire types and store types: a send request becomes the
+//! `MessageToStore` records the store appends; store statuses become response codes.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+
+use crate::model::message::{self, property, MessageToStore};
+use crate::protocol::header::broker::SendMessageRequestHeader;
+use crate::protocol::ResponseCode;
+use crate::store::{GetMessageStatus, PutStatus};
+
+/// Properties as stored: the client's, plus `UNIQ_KEY` if missing and `CLUSTER`.
+pub fn stored_properties(client: &str, cluster: &str, uniq_key: impl FnOnce() -> String) -> String {
+    let mut props = message::parse_properties(client);
+    props.entry(property::UNIQ_KEY.to_owned()).or_insert_with(uniq_key);
+    props.insert(property::CLUSTER.to_owned(), cluster.to_owned());
+    message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// A single message from a send request.
+#[allow(clippy::too_many_arguments)]
+pub fn message_to_store(
+    h: &SendMessageRequestHeader,
+    topic: &str,
+    queue_id: i32,
+    body: Bytes,
+    properties: String,
+    flag: i32,
+    sys_flag: i32,
+    born_host: SocketAddr,
+    store_host: SocketAddr,
+) -> MessageToStore {
+    let tags = message::property_value(&properties, property::TAGS);
+    MessageToStore {
+        topic: topic.to_owned(),
+        queue_id,
+        flag,
+        body,
+        tags_code: message::tags_code(tags),
+        properties,
+        born_timestamp: h.born_timestamp.unwrap_or(0),
+        born_host,
+        store_host,
+        sys_flag,
+        reconsume_times: h.reconsume_times.unwrap_or(0),
+        prepared_transaction_offset: 0,
+    }
+}
+
+/// Send response code for a store status (`SendMessageProcessor.handlePutMessageResult`).
+pub fn put_status_code(status: &PutStatus) -> (ResponseCode, Option<String>) {
+    match status {
+        PutStatus::PutOk => (ResponseCode::SUCCESS, None),
+        PutStatus::FlushDiskTimeout => (ResponseCode::FLUSH_DISK_TIMEOUT, Some("flush disk timeout".into())),
+        PutStatus::ServiceNotAvailable(why) => {
+            (ResponseCode::SERVICE_NOT_AVAILABLE, Some(format!("service not available now: {why}")))
+        }
+        PutStatus::MessageIllegal(why) => {
+            (ResponseCode::MESSAGE_ILLEGAL, Some(format!("the message is illegal: {why}")))
+        }
+        PutStatus::PropertiesSizeExceeded => {
+            (ResponseCode::MESSAGE_ILLEGAL, Some("the message properties exceed 32767 bytes".into()))
+        }
+        PutStatus::UnknownError(why) => (ResponseCode::SYSTEM_ERROR, Some(format!("store failed: {why}"))),
+    }
+}
+
+/// Pull response code for a store status (`PullMessageProcessor`), given the requested offset.
+pub fn pull_status_code(status: GetMessageStatus, requested_offset: i64) -> ResponseCode {
+    use GetMessageStatus::*;
+    match status {
+        Found => ResponseCode::SUCCESS,
+        NoMatchedMessage | MessageWasRemoving => ResponseCode::PULL_RETRY_IMMEDIATELY,
+        NoMessageInQueue | NoMatchedLogicQueue if requested_offset != 0 => ResponseCode::PULL_OFFSET_MOVED,
+        NoMessageInQueue | NoMatchedLogicQueue | OffsetOverflowOne | OffsetFoundNull => ResponseCode::PULL_NOT_FOUND,
+        OffsetOverflowBadly | OffsetTooSmall => ResponseCode::PULL_OFFSET_MOVED,
+    }
+}
+
+/// The status name Java puts in the pull response's remark.
+pub fn status_name(status: GetMessageStatus) -> &'static str {
+    use GetMessageStatus::*;
+    match status {
+        Found => "FOUND",
+        NoMatchedMessage => "NO_MATCHED_MESSAGE",
+        MessageWasRemoving => "MESSAGE_WAS_REMOVING",
+        OffsetFoundNull => "OFFSET_FOUND_NULL",
+        OffsetOverflowBadly => "OFFSET_OVERFLOW_BADLY",
+        OffsetOverflowOne => "OFFSET_OVERFLOW_ONE",
+        OffsetTooSmall => "OFFSET_TOO_SMALL",
+        NoMatchedLogicQueue => "NO_MATCHED_LOGIC_QUEUE",
+        NoMessageInQueue => "NO_MESSAGE_IN_QUEUE",
+    }
+}
+
+/// A client-style unique id (`MessageClientIDSetter.createUniqID`): uppercase hex of IP, pid,
+/// a per-process value, milliseconds since the start of the month, and a counter.
+pub fn new_uniq_id(host: SocketAddr) -> String {
+    use std::fmt::Write;
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static COUNTER: AtomicU16 = AtomicU16::new(0);
+    let mut bytes = Vec::with_capacity(28);
+    match host.ip() {
+        std::net::IpAddr::V4(ip) => bytes.extend_from_slice(&ip.octets()),
+        std::net::IpAddr::V6(ip) => bytes.extend_from_slice(&ip.octets()),
+    }
+    bytes.extend_from_slice(&(std::process::id() as u16).to_be_bytes());
+    bytes.extend_from_slice(&0x4652_4B54u32.to_be_bytes());
+    let month_ms = crate::store::now_ms() % (31 * 24 * 3600 * 1000);
+    bytes.extend_from_slice(&(month_ms as i32).to_be_bytes());
+    bytes.extend_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+    bytes.iter().fold(String::with_capacity(56), |mut s, b| {
+        let _ = write!(s, "{b:02X}");
+        s
+    })
+}

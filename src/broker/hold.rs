@@ -1,0 +1,33 @@
+//! Long polling (`PullRequestHoldService`): a pull that finds nothing waits until the store
+//! dispatches a message to its queue or its suspend time passes. Waiting costs nothing: the
+//! dispatcher's arrival callback wakes the waiters of that queue, no polling.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+#[derive(Default)]
+pub struct PullHold {
+    queues: Mutex<HashMap<(String, i32), Arc<Notify>>>,
+}
+
+impl PullHold {
+    /// The wake-up signal of a queue.
+    pub fn signal(&self, topic: &str, queue_id: i32) -> Arc<Notify> {
+        self.queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((topic.to_owned(), queue_id))
+            .or_insert_with(|| Arc::new(Notify::new()))
+            .clone()
+    }
+
+    /// Called by the store's dispatcher for every new message.
+    pub fn message_arrived(&self, topic: &str, queue_id: i32) {
+        let signal = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&(topic.to_owned(), queue_id)).cloned();
+        if let Some(s) = signal {
+            s.notify_waiters();
+        }
+    }
+}

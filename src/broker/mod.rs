@@ -1,0 +1,247 @@
+//! The broker: takes messages from producers, serves consumers' (long-polling) pulls, keeps
+//! consumer offsets and groups, registers with the NameServers.
+//!
+//! May import: `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
+//! `crate::config`, `crate::persist`. `convert.rs` is the only bridge between wire and store types.
+//!
+//! ```text
+//! client --SEND_MESSAGE_V2--> processor/send.rs --MessageToStore--> store (CommitLog)
+//! client --PULL_MESSAGE-----> processor/pull.rs <--records (mmap, zero copy)-- store
+//!                                   ^ held until the store's dispatcher signals the queue (hold.rs)
+//! <root>/config/topics.json, subscriptionGroup.json, consumerOffset.json   (written atomically)
+//! ```
+
+pub mod client;
+pub mod config;
+pub mod convert;
+pub mod hold;
+pub mod offset;
+pub mod processor;
+pub mod register;
+pub mod subscription;
+pub mod topic;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+pub use config::BrokerConfig;
+
+use crate::protocol::{FrameLimits, RemotingCommand, RequestCode};
+use crate::remoting::{Connection, ConnectionOptions, RemotingClient, RemotingServer, RequestHandler, ServerConfig};
+use crate::store::{MessageStore, StoreError};
+
+/// A broker that failed to start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot load {what}: {why}")]
+    Config { what: &'static str, why: String },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("brokerIP1:listenPort '{0}' is not an ip:port")]
+    BadAddress(String),
+}
+
+/// Answers nothing: NameServers never call back.
+pub struct NoCallbacks;
+
+impl RequestHandler for NoCallbacks {
+    async fn handle(&self, _conn: &Arc<Connection>, _req: RemotingCommand) -> Option<RemotingCommand> {
+        None
+    }
+}
+
+/// Everything the request handlers share.
+pub struct BrokerInner {
+    pub config: BrokerConfig,
+    pub store: Arc<MessageStore>,
+    pub topics: topic::TopicConfigManager,
+    pub groups: subscription::SubscriptionGroupManager,
+    pub offsets: offset::ConsumerOffsetManager,
+    pub consumers: client::ConsumerManager,
+    pub producers: client::ProducerManager,
+    pub hold: Arc<hold::PullHold>,
+    /// `brokerIP1:listenPort`, written into every stored message and message id.
+    pub store_host: SocketAddr,
+    pub register_now: Notify,
+    pub outbound: RemotingClient<NoCallbacks>,
+    /// Sends in progress; a send that cannot get a permit in time is answered SYSTEM_BUSY.
+    pub send_permits: Semaphore,
+}
+
+impl BrokerInner {
+    /// Persists topics and asks for an immediate registration (topic created or changed).
+    pub async fn topics_changed(self: &Arc<Self>) {
+        let me = self.clone();
+        match tokio::task::spawn_blocking(move || me.topics.persist()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => error!(error = %e, "cannot persist topics.json"),
+            Err(e) => error!(error = %e, "persisting topics.json panicked"),
+        }
+        self.register_now.notify_one();
+    }
+
+    pub fn persist_groups(&self) {
+        if let Err(e) = self.groups.persist() {
+            error!(error = %e, "cannot persist subscriptionGroup.json");
+        }
+    }
+
+    /// Tells every member of `group` that membership changed (NOTIFY_CONSUMER_IDS_CHANGED).
+    pub async fn notify_consumer_ids_changed(&self, group: &str) {
+        let enabled = self.groups.get(group).is_none_or(|g| g.notify_consumer_ids_changed_enable);
+        let Some(info) = self.consumers.group(group).filter(|_| enabled) else { return };
+        for ch in info.channels.values() {
+            let req =
+                RemotingCommand::request(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED).with_ext("consumerGroup", group);
+            if let Err(e) = ch.conn.invoke_oneway(req).await {
+                warn!(group, client = ch.client_id, error = %e, "cannot notify consumer of membership change");
+            }
+        }
+    }
+}
+
+/// A bound broker, not yet serving.
+pub struct Broker {
+    server: RemotingServer,
+    inner: Arc<BrokerInner>,
+}
+
+impl Broker {
+    /// Opens (and recovers) the store, loads the config files and binds the listen port.
+    pub async fn bind(config: BrokerConfig) -> Result<Self, StartError> {
+        let store_host: SocketAddr =
+            config.broker_addr().parse().map_err(|_| StartError::BadAddress(config.broker_addr()))?;
+        let store_config = config.store_config();
+        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+            .await
+            .map_err(|e| StartError::Config { what: "store", why: e.to_string() })??;
+        let store = Arc::new(store);
+        let cfg = |what: &'static str| move |why: String| StartError::Config { what, why };
+        let topics = topic::TopicConfigManager::load(&config).map_err(cfg("topics.json"))?;
+        let groups = subscription::SubscriptionGroupManager::load(&config).map_err(cfg("subscriptionGroup.json"))?;
+        let offsets = offset::ConsumerOffsetManager::load(&config).map_err(cfg("consumerOffset.json"))?;
+        let hold = Arc::new(hold::PullHold::default());
+        let arrivals = hold.clone();
+        store.set_arrival_listener(Arc::new(move |d| arrivals.message_arrived(&d.topic, d.queue_id)));
+        let addr = format!("{}:{}", config.bind_address, config.listen_port);
+        let server_config = ServerConfig {
+            connection: ConnectionOptions {
+                limits: FrameLimits { max_frame: config.frame_max_length },
+                idle_timeout: match config.server_channel_max_idle_time_seconds {
+                    0 => None,
+                    s => Some(Duration::from_secs(s)),
+                },
+            },
+            max_connections: config.max_connections,
+        };
+        let server =
+            RemotingServer::bind(&addr, server_config).await.map_err(|source| StartError::Bind { addr, source })?;
+        let outbound = RemotingClient::new(
+            Arc::new(NoCallbacks),
+            FrameLimits::default(),
+            TaskTracker::new(),
+            CancellationToken::new(),
+        );
+        let inner = Arc::new(BrokerInner {
+            config,
+            store,
+            topics,
+            groups,
+            offsets,
+            consumers: client::ConsumerManager::default(),
+            producers: client::ProducerManager::default(),
+            hold,
+            store_host,
+            register_now: Notify::new(),
+            outbound,
+            send_permits: Semaphore::new(1024),
+        });
+        Ok(Self { server, inner })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.server.local_addr()
+    }
+
+    pub fn inner(&self) -> Arc<BrokerInner> {
+        self.inner.clone()
+    }
+
+    /// Serves until `shutdown`, then unregisters, persists and shuts the store down cleanly.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let tracker = TaskTracker::new();
+        let inner = self.inner.clone();
+        let addr = self.server.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        info!(
+            addr,
+            broker = inner.config.broker_name,
+            cluster = inner.config.broker_cluster_name,
+            version = env!("CARGO_PKG_VERSION"),
+            "ferrocket broker started"
+        );
+        if let Err(e) = inner.topics.persist() {
+            error!(error = %e, "cannot write topics.json");
+        }
+        tracker.spawn(register::run(inner.clone(), shutdown.clone()));
+        tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
+        let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
+        self.server.serve(processor, shutdown.clone(), tracker.clone()).await;
+        register::unregister_all(&inner).await;
+        tracker.close();
+        tracker.wait().await;
+        persist_all(&inner);
+        let store = inner.store.clone();
+        match tokio::task::spawn_blocking(move || store.shutdown()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => error!(error = %e, "store shutdown failed"),
+            Err(e) => error!(error = %e, "store shutdown panicked"),
+        }
+        info!(addr, "ferrocket broker stopped");
+    }
+}
+
+fn persist_all(inner: &BrokerInner) {
+    if let Err(e) = inner.offsets.persist(true) {
+        error!(error = %e, "cannot persist consumerOffset.json");
+    }
+    if let Err(e) = inner.topics.persist() {
+        error!(error = %e, "cannot persist topics.json");
+    }
+    inner.persist_groups();
+}
+
+/// Offsets every `flushConsumerOffsetInterval`; client channels expire after
+/// `channelExpiredTimeout` (checked every 10 s).
+async fn housekeeping(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
+    let flush = Duration::from_millis(inner.config.flush_consumer_offset_interval.max(100));
+    let mut last_scan = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(flush) => {},
+        }
+        let offsets = inner.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || offsets.offsets.persist(false)).await {
+            error!(error = %e, "cannot persist consumerOffset.json");
+        }
+        if last_scan.elapsed() >= Duration::from_secs(10) {
+            last_scan = tokio::time::Instant::now();
+            let timeout = Duration::from_millis(inner.config.channel_expired_timeout);
+            let expired = inner.consumers.scan_expired(timeout);
+            inner.producers.scan_expired(timeout);
+            for (group, conn) in expired {
+                warn!(group, peer = %conn.peer(), "consumer channel expired: no heartbeat");
+                conn.close();
+                inner.notify_consumer_ids_changed(&group).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Committed consumer offsets (`ConsumerOffsetManager.java`): `config/consumerOffset.json`,
+//! the next offset to consume per (topic, group, queue).
+//!
+//! ```text
+//! {"offsetTable":{"<topic>@<group>":{0:250,1:250}}, "dataVersion":{…}}   (Java writes bare keys)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::BrokerConfig;
+use crate::model::DataVersion;
+
+type Table = BTreeMap<String, BTreeMap<i32, i64>>;
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct OffsetsFile {
+    offset_table: Table,
+    data_version: DataVersion,
+}
+
+pub struct ConsumerOffsetManager {
+    path: PathBuf,
+    table: Mutex<Table>,
+    dirty: AtomicBool,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+impl ConsumerOffsetManager {
+    pub fn load(config: &BrokerConfig) -> Result<Self, String> {
+        let path = config.config_dir().join("consumerOffset.json");
+        let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<OffsetsFile>(b).map_err(|e| e.to_string());
+        let file = crate::persist::load(&path, parse)?.unwrap_or_default();
+        Ok(Self { path, table: Mutex::new(file.offset_table), dirty: AtomicBool::new(false) })
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        self.table().entry(key(topic, group)).or_default().insert(queue_id, offset);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// The committed offset, or -1.
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
+        self.table().get(&key(topic, group)).and_then(|q| q.get(&queue_id)).copied().unwrap_or(-1)
+    }
+
+    /// Offsets of one (group, topic).
+    pub fn queue_offsets(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+        self.table().get(&key(topic, group)).cloned().unwrap_or_default()
+    }
+
+    /// Groups with offsets on `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let prefix = format!("{topic}@");
+        self.table().keys().filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned)).collect()
+    }
+
+    pub fn remove_topic(&self, topic: &str) {
+        let prefix = format!("{topic}@");
+        self.table().retain(|k, _| !k.starts_with(&prefix));
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Writes the file if anything changed since the last write. Blocking.
+    pub fn persist(&self, force: bool) -> std::io::Result<()> {
+        if !self.dirty.swap(false, Ordering::AcqRel) && !force {
+            return Ok(());
+        }
+        let file = OffsetsFile {
+            offset_table: self.table().clone(),
+            data_version: DataVersion { counter: 0, state_version: 0, timestamp: crate::store::now_ms() },
+        };
+        let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
+        crate::persist::write_atomically(&self.path, &json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_java_bare_keys_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig { store_path_root_dir: dir.path().to_owned(), ..BrokerConfig::default() };
+        std::fs::create_dir_all(config.config_dir()).unwrap();
+        std::fs::write(
+            config.config_dir().join("consumerOffset.json"),
+            r#"{"offsetTable":{"T@G":{0:250,1:7}},"dataVersion":{"counter":1,"timestamp":2}}"#,
+        )
+        .unwrap();
+        let m = ConsumerOffsetManager::load(&config).unwrap();
+        assert_eq!(m.query("G", "T", 0), 250);
+        assert_eq!(m.query("G", "T", 2), -1);
+        m.commit("G", "T", 2, 9);
+        m.persist(false).unwrap();
+        let again = ConsumerOffsetManager::load(&config).unwrap();
+        assert_eq!(again.query("G", "T", 2), 9);
+        assert_eq!(again.groups_of_topic("T"), vec!["G"]);
+    }
+}

@@ -1,0 +1,167 @@
+//! Admin requests served by the broker (`AdminBrokerProcessor`): topics, subscription groups,
+//! runtime information.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::send::validate_topic;
+use super::{fail, ok, BrokerError, Handled};
+use crate::broker::BrokerInner;
+use crate::model::group::SubscriptionGroupConfig;
+use crate::model::{TopicConfig, TopicFilterType};
+use crate::protocol::body::register::TopicConfigSerializeWrapper;
+use crate::protocol::body::{json, to_vec, KvTable};
+use crate::protocol::header::broker::{CreateTopicRequestHeader, TopicHeader};
+use crate::protocol::header::{command_header, CommandHeader};
+use crate::protocol::{RemotingCommand, ResponseCode};
+
+command_header! {
+    /// DELETE_SUBSCRIPTIONGROUP (207).
+    pub struct DeleteSubscriptionGroupRequestHeader {
+        group_name: String = "groupName",
+        clean_offset: bool = "cleanOffset",
+    }
+}
+
+/// Topics a user may not create or delete (`TopicValidator.isSystemTopic`).
+fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
+    matches!(
+        topic,
+        "SCHEDULE_TOPIC_XXXX"
+            | "RMQ_SYS_TRANS_HALF_TOPIC"
+            | "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+            | "TBW102"
+            | "SELF_TEST_TOPIC"
+            | "OFFSET_MOVED_EVENT"
+            | "BenchmarkTest"
+    ) || topic == b.config.broker_cluster_name
+        || topic == b.config.broker_name
+        || topic.starts_with("rmq_sys_")
+}
+
+pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = CreateTopicRequestHeader::decode(&req.ext_fields)?;
+    validate_topic(&h.topic)?;
+    if is_system_topic(b, &h.topic) {
+        return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
+    }
+    if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 {
+        return Err(BrokerError::InvalidParameter(format!(
+            "queue numbers must be positive: readQueueNums {} writeQueueNums {}",
+            h.read_queue_nums, h.write_queue_nums
+        )));
+    }
+    let filter = match h.topic_filter_type.as_deref() {
+        None | Some("") => TopicFilterType::SingleTag,
+        Some(f) => TopicFilterType::parse(f)
+            .ok_or_else(|| BrokerError::InvalidParameter(format!("unknown topicFilterType '{f}'")))?,
+    };
+    let tc = TopicConfig {
+        topic_name: h.topic.clone(),
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: h.perm,
+        topic_filter_type: filter,
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        order: h.order,
+        attributes: parse_attributes(h.attributes.as_deref()),
+    };
+    if b.topics.update(tc) {
+        b.topics_changed().await;
+    }
+    Ok(Some(ok(req)))
+}
+
+/// `+k=v,+k2=v2` (the `attributes` header) into a map; `-k` entries (removals) are dropped.
+fn parse_attributes(s: Option<&str>) -> BTreeMap<String, String> {
+    s.unwrap_or("")
+        .split(',')
+        .filter_map(|kv| kv.trim().strip_prefix('+'))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = TopicHeader::decode(&req.ext_fields)?;
+    if is_system_topic(b, &h.topic) {
+        return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
+    }
+    b.topics.delete(&h.topic);
+    b.offsets.remove_topic(&h.topic);
+    let store = b.store.clone();
+    let topics = vec![h.topic.clone()];
+    tokio::task::spawn_blocking(move || store.delete_topics(&topics))
+        .await
+        .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?
+        .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    b.topics_changed().await;
+    Ok(Some(ok(req)))
+}
+
+pub fn get_all_topic_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let (data_version, topic_config_table) = b.topics.snapshot();
+    Ok(Some(ok(req).with_body(to_vec(&TopicConfigSerializeWrapper { data_version, topic_config_table }))))
+}
+
+pub async fn update_and_create_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let g: SubscriptionGroupConfig = json::from_slice(&req.body).map_err(|e| {
+        BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid SubscriptionGroupConfig body: {e}"))
+    })?;
+    if g.group_name.is_empty() {
+        return Err(BrokerError::InvalidParameter("groupName is empty".into()));
+    }
+    b.groups.update(g);
+    b.persist_groups();
+    Ok(Some(ok(req)))
+}
+
+pub fn get_all_subscriptiongroup_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let body = serde_json::json!({ "subscriptionGroupTable": b.groups.all(), "dataVersion": b.topics.data_version() });
+    Ok(Some(ok(req).with_body(serde_json::to_vec(&body).unwrap_or_default())))
+}
+
+pub async fn delete_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = DeleteSubscriptionGroupRequestHeader::decode(&req.ext_fields)?;
+    b.groups.delete(&h.group_name);
+    b.persist_groups();
+    Ok(Some(ok(req)))
+}
+
+pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let store = &b.store;
+    let mut t = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        t.insert(k.to_owned(), v);
+    };
+    put("brokerVersionDesc", "V5_3_3".into());
+    put("brokerVersion", crate::protocol::command::CURRENT_VERSION.to_string());
+    put("brokerActive", "true".into());
+    put("commitLogMinOffset", store.commit_log_min_offset().to_string());
+    put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
+    put("dispatchBehindBytes", store.commit_log_max_offset().saturating_sub(store.dispatched_offset()).to_string());
+    for k in [
+        "msgPutTotalTodayNow",
+        "msgGetTotalTodayNow",
+        "msgPutTotalYesterdayMorning",
+        "msgPutTotalTodayMorning",
+        "msgGetTotalYesterdayMorning",
+        "msgGetTotalTodayMorning",
+        "sendThreadPoolQueueSize",
+        "pullThreadPoolQueueSize",
+        "pageCacheLockTimeMills",
+    ] {
+        put(k, "0".into());
+    }
+    put("putTps", "0.0 0.0 0.0".into());
+    put("getTransferredTps", "0.0 0.0 0.0".into());
+    put("commitLogDiskRatio", "0.0".into());
+    Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
+}
+
+pub fn get_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let text = crate::config::to_properties(&b.config.entries());
+    let mut resp = ok(req).with_body(text);
+    resp.ext_fields.insert("version".into(), serde_json::to_string(&b.topics.data_version()).unwrap_or_default());
+    Ok(Some(resp))
+}

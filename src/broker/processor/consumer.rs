@@ -1,0 +1,139 @@
+//! Client registration and offsets: HEART_BEAT (34), UNREGISTER_CLIENT (35),
+//! GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14/15), GET_MAX_OFFSET (30),
+//! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::info;
+
+use super::{fail, ok, BrokerError, Handled};
+use crate::broker::client::ClientChannel;
+use crate::broker::BrokerInner;
+use crate::model::group::retry_topic;
+use crate::model::perm;
+use crate::protocol::body::client::{ConsumerListBody, HeartbeatData};
+use crate::protocol::body::to_vec;
+use crate::protocol::header::broker::*;
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::remoting::Connection;
+
+pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
+    let hb = HeartbeatData::parse(&req.body).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e))?;
+    let channel = ClientChannel {
+        conn: conn.clone(),
+        client_id: hb.client_id.clone(),
+        language: req.language,
+        version: req.version,
+        last_update: Instant::now(),
+    };
+    for c in &hb.consumer_data_set {
+        let Some((group, created)) = b.groups.find_or_create(&c.group_name) else { continue };
+        if created {
+            b.persist_groups();
+        }
+        if group.retry_queue_nums > 0 && !c.is_broadcasting() {
+            let (_, created) = b.topics.create_if_absent(
+                &retry_topic(&c.group_name),
+                group.retry_queue_nums,
+                perm::READ | perm::WRITE,
+            );
+            if created {
+                b.topics_changed().await;
+            }
+        }
+        if b.consumers.register(c, channel.clone(), hb.without_sub) {
+            info!(group = c.group_name, client = hb.client_id, peer = %conn.peer(), "consumer joined");
+            b.notify_consumer_ids_changed(&c.group_name).await;
+        }
+    }
+    for group in &hb.producer_groups {
+        b.producers.register(group, channel.clone());
+    }
+    // Classic heartbeats only: without IS_SUPPORT_HEART_BEAT_V2 the client keeps sending full data.
+    Ok(Some(ok(req)))
+}
+
+pub async fn unregister_client(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
+    let h = UnregisterClientRequestHeader::decode(&req.ext_fields)?;
+    if let Some(g) = &h.producer_group {
+        b.producers.unregister(g, conn.id());
+    }
+    if let Some(g) = &h.consumer_group {
+        if b.consumers.unregister(g, conn.id()) {
+            info!(group = g, client = h.client_id, "consumer left");
+            b.notify_consumer_ids_changed(g).await;
+        }
+    }
+    Ok(Some(ok(req)))
+}
+
+pub fn get_consumer_list_by_group(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = ConsumerGroupHeader::decode(&req.ext_fields)?;
+    match b.consumers.group(&h.consumer_group) {
+        Some(info) => Ok(Some(ok(req).with_body(to_vec(&ConsumerListBody { consumer_id_list: info.client_ids() })))),
+        None => fail(ResponseCode::SYSTEM_ERROR, format!("no consumer for this group, {}", h.consumer_group)),
+    }
+}
+
+fn offset_response(req: &RemotingCommand, offset: i64) -> Handled {
+    let mut resp = ok(req);
+    OffsetResponseHeader { offset }.encode(&mut resp.ext_fields);
+    Ok(Some(resp))
+}
+
+pub fn query_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = QueryConsumerOffsetRequestHeader::decode(&req.ext_fields)?;
+    let offset = b.offsets.query(&h.consumer_group, &h.topic, h.queue_id);
+    if offset >= 0 {
+        return offset_response(req, offset);
+    }
+    if h.set_zero_if_not_found == Some(false) {
+        return fail(ResponseCode::QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first");
+    }
+    // A new group on a young queue whose head is still in memory starts from 0 (Java's rule).
+    let min = b.store.min_offset_in_queue(&h.topic, h.queue_id);
+    if min <= 0 && b.store.is_in_memory(&h.topic, h.queue_id, 0) {
+        return offset_response(req, 0);
+    }
+    fail(ResponseCode::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+}
+
+pub fn update_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = UpdateConsumerOffsetRequestHeader::decode(&req.ext_fields)?;
+    if !b.groups.contains(&h.consumer_group) {
+        return fail(
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {}", h.consumer_group),
+        );
+    }
+    if !b.topics.contains(&h.topic) {
+        return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic not exist, {}", h.topic));
+    }
+    b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    Ok(Some(ok(req)))
+}
+
+pub fn get_max_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicQueueHeader::decode(&req.ext_fields)?;
+    offset_response(req, b.store.max_offset_in_queue(&h.topic, h.queue_id))
+}
+
+pub fn get_min_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicQueueHeader::decode(&req.ext_fields)?;
+    offset_response(req, b.store.min_offset_in_queue(&h.topic, h.queue_id))
+}
+
+pub fn search_offset_by_timestamp(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = SearchOffsetRequestHeader::decode(&req.ext_fields)?;
+    offset_response(req, b.store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp))
+}
+
+pub fn get_earliest_msg_storetime(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicQueueHeader::decode(&req.ext_fields)?;
+    let mut resp = ok(req);
+    let timestamp = b.store.earliest_message_time(&h.topic, h.queue_id).unwrap_or(-1);
+    TimestampResponseHeader { timestamp }.encode(&mut resp.ext_fields);
+    Ok(Some(resp))
+}

@@ -1,0 +1,125 @@
+//! Request handlers, one function per request code, grouped by feature.
+
+mod admin;
+mod consumer;
+mod pull;
+mod query;
+mod send;
+
+use std::sync::Arc;
+
+use tracing::warn;
+
+use super::BrokerInner;
+use crate::protocol::header::HeaderError;
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::{Connection, RequestHandler};
+
+/// `MQVersion.Version.V5_0_0`: clients from here on know INVALID_PARAMETER (29).
+const V5_0_0: i32 = 413;
+
+/// Why a request failed; [`BrokerError::response`] maps it to a response code and remark.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Header(#[from] HeaderError),
+    #[error("{1}")]
+    Code(ResponseCode, String),
+    /// A bad argument: INVALID_PARAMETER for 5.x clients, SYSTEM_ERROR for older ones.
+    #[error("{0}")]
+    InvalidParameter(String),
+}
+
+impl BrokerError {
+    fn response(&self, req: &RemotingCommand) -> RemotingCommand {
+        let code = match self {
+            Self::Header(_) => ResponseCode::SYSTEM_ERROR,
+            Self::Code(code, _) => *code,
+            Self::InvalidParameter(_) if req.version >= V5_0_0 => ResponseCode::INVALID_PARAMETER,
+            Self::InvalidParameter(_) => ResponseCode::SYSTEM_ERROR,
+        };
+        RemotingCommand::error_response(req, code, self.to_string())
+    }
+}
+
+pub(crate) fn fail<T>(code: ResponseCode, remark: impl Into<String>) -> Result<T, BrokerError> {
+    Err(BrokerError::Code(code, remark.into()))
+}
+
+pub(crate) type Handled = Result<Option<RemotingCommand>, BrokerError>;
+
+pub(crate) fn ok(req: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(req, ResponseCode::SUCCESS)
+}
+
+pub struct BrokerProcessor {
+    inner: Arc<BrokerInner>,
+}
+
+impl BrokerProcessor {
+    pub fn new(inner: Arc<BrokerInner>) -> Self {
+        Self { inner }
+    }
+
+    async fn dispatch(&self, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
+        let b = &self.inner;
+        match req.request_code() {
+            RequestCode::SEND_MESSAGE | RequestCode::SEND_MESSAGE_V2 | RequestCode::SEND_BATCH_MESSAGE => {
+                send::send_message(b, conn, req).await
+            }
+            RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, req).await,
+            RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
+            RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,
+            RequestCode::GET_CONSUMER_LIST_BY_GROUP => consumer::get_consumer_list_by_group(b, req),
+            RequestCode::QUERY_CONSUMER_OFFSET => consumer::query_consumer_offset(b, req),
+            RequestCode::UPDATE_CONSUMER_OFFSET => consumer::update_consumer_offset(b, req),
+            RequestCode::GET_MAX_OFFSET => consumer::get_max_offset(b, req),
+            RequestCode::GET_MIN_OFFSET => consumer::get_min_offset(b, req),
+            RequestCode::SEARCH_OFFSET_BY_TIMESTAMP => consumer::search_offset_by_timestamp(b, req),
+            RequestCode::GET_EARLIEST_MSG_STORETIME => consumer::get_earliest_msg_storetime(b, req),
+            RequestCode::QUERY_MESSAGE => query::query_message(b, req),
+            RequestCode::VIEW_MESSAGE_BY_ID => query::view_message_by_id(b, req),
+            RequestCode::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, req).await,
+            RequestCode::DELETE_TOPIC_IN_BROKER => admin::delete_topic_in_broker(b, req).await,
+            RequestCode::GET_ALL_TOPIC_CONFIG => admin::get_all_topic_config(b, req),
+            RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+                admin::update_and_create_subscriptiongroup(b, req).await
+            }
+            RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::get_all_subscriptiongroup_config(b, req),
+            RequestCode::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscriptiongroup(b, req).await,
+            RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
+            RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
+            code => Ok(Some(RemotingCommand::error_response(
+                req,
+                ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
+                format!(" request type {} not supported", code.0),
+            ))),
+        }
+    }
+}
+
+impl RequestHandler for BrokerProcessor {
+    async fn handle(&self, conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
+        match self.dispatch(conn, &req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                warn!(code = %req.request_code(), error = %e, peer = %conn.peer(), "request refused");
+                Some(e.response(&req))
+            }
+        }
+    }
+
+    fn connection_closed(&self, conn: &Arc<Connection>) {
+        let inner = self.inner.clone();
+        let conn_id = conn.id();
+        inner.producers.connection_closed(conn_id);
+        let changed = inner.consumers.connection_closed(conn_id);
+        if !changed.is_empty() {
+            tokio::spawn(async move {
+                for group in changed {
+                    inner.notify_consumer_ids_changed(&group).await;
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) with long polling (`PullMessageProcessor`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{fail, BrokerError, Handled};
+use crate::broker::convert;
+use crate::broker::BrokerInner;
+use crate::model::perm;
+use crate::protocol::body::client::SubscriptionData;
+use crate::protocol::header::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::store::{GetMessageResult, GetMessageStatus, MessageFilter};
+
+/// `PullSysFlag` bits.
+const FLAG_COMMIT_OFFSET: i32 = 0x1;
+const FLAG_SUSPEND: i32 = 0x2;
+const FLAG_SUBSCRIPTION: i32 = 0x4;
+
+/// Java answers a suspended pull at most this late after its suspend time (re-check period).
+const MAX_SUSPEND: Duration = Duration::from_secs(60);
+
+struct TagFilter(SubscriptionData);
+
+impl MessageFilter for TagFilter {
+    fn matches_tags_code(&self, tags_code: i64) -> bool {
+        self.0.matches_tags_code(tags_code)
+    }
+}
+
+pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = PullMessageRequestHeader::decode(&req.ext_fields)?;
+    let sub = check(b, &h).await?;
+    let filter = TagFilter(sub);
+    let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
+    let max_nums = h.max_msg_nums.max(1) as usize;
+    let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
+    let mut result = get();
+    let suspend = h.sys_flag & FLAG_SUSPEND != 0 && b.config.long_polling_enable;
+    if suspend && convert::pull_status_code(result.status, h.queue_offset) == ResponseCode::PULL_NOT_FOUND {
+        let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64).min(MAX_SUSPEND);
+        result = long_poll(b, &h, hold, get).await;
+    } else if h.sys_flag & FLAG_SUSPEND != 0
+        && !b.config.long_polling_enable
+        && result.status != GetMessageStatus::Found
+    {
+        tokio::time::sleep(Duration::from_millis(b.config.short_polling_time_mills)).await;
+        result = get();
+    }
+    if h.sys_flag & FLAG_COMMIT_OFFSET != 0 {
+        if let Some(commit) = h.commit_offset {
+            b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
+        }
+    }
+    Ok(Some(response(req, &h, result)))
+}
+
+/// Waits for a matching message on the queue, or for `hold` to pass; then reads again.
+async fn long_poll(
+    b: &BrokerInner,
+    h: &PullMessageRequestHeader,
+    hold: Duration,
+    get: impl Fn() -> GetMessageResult,
+) -> GetMessageResult {
+    let deadline = tokio::time::Instant::now() + hold;
+    let signal = b.hold.signal(&h.topic, h.queue_id);
+    loop {
+        let notified = signal.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        // Re-check after registering for the wake-up, so an arrival in between is not missed.
+        let result = get();
+        if result.status == GetMessageStatus::Found || tokio::time::Instant::now() >= deadline {
+            return result;
+        }
+        tokio::select! {
+            _ = notified => {},
+            _ = tokio::time::sleep_until(deadline) => return get(),
+        }
+    }
+}
+
+fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageResult) -> RemotingCommand {
+    let code = convert::pull_status_code(r.status, h.queue_offset);
+    let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
+    let next = match r.status {
+        GetMessageStatus::NoMessageInQueue | GetMessageStatus::NoMatchedLogicQueue => 0,
+        _ => r.next_begin_offset,
+    };
+    PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: next,
+        min_offset: r.min_offset,
+        max_offset: r.max_offset,
+        topic_sys_flag: None,
+        group_sys_flag: None,
+    }
+    .encode(&mut resp.ext_fields);
+    if code == ResponseCode::SUCCESS {
+        // The stored records themselves, straight from the mapped CommitLog.
+        resp.body_parts = r.messages.into_iter().map(|m| m.into_bytes()).collect();
+    }
+    resp
+}
+
+/// The checks before reading, in Java's order; returns the subscription to filter with.
+async fn check(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> Result<SubscriptionData, BrokerError> {
+    if !perm::is_readable(b.config.broker_permission) {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the broker[{}] pulling message is forbidden", b.config.broker_name),
+        );
+    }
+    let Some((group, created)) = b.groups.find_or_create(&h.consumer_group) else {
+        return fail(
+            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group [{}] does not exist", h.consumer_group),
+        );
+    };
+    if created {
+        b.persist_groups();
+    }
+    if !group.consume_enable {
+        return fail(ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
+    }
+    let Some(tc) = b.topics.get(&h.topic) else {
+        return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));
+    };
+    if !perm::is_readable(tc.perm) {
+        return fail(ResponseCode::NO_PERMISSION, format!("the topic[{}] pulling message is forbidden", h.topic));
+    }
+    if h.queue_id < 0 || h.queue_id >= tc.read_queue_nums {
+        return Err(BrokerError::InvalidParameter(format!(
+            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}]",
+            h.queue_id, h.topic, tc.read_queue_nums
+        )));
+    }
+    let sub = if h.sys_flag & FLAG_SUBSCRIPTION != 0 {
+        let expr = h.subscription.as_deref().unwrap_or("*");
+        SubscriptionData::build(&h.topic, expr, h.expression_type.as_deref())
+    } else {
+        let Some(info) = b.consumers.group(&h.consumer_group) else {
+            return fail(
+                ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                format!("the consumer's group info not exist, group: {}", h.consumer_group),
+            );
+        };
+        if !group.consume_broadcast_enable && info.message_model == "BROADCASTING" {
+            return fail(
+                ResponseCode::NO_PERMISSION,
+                format!("the consumer group[{}] can not consume by broadcast way", h.consumer_group),
+            );
+        }
+        let Some(sub) = info.subscriptions.get(&h.topic).cloned() else {
+            return fail(
+                ResponseCode::SUBSCRIPTION_NOT_EXIST,
+                format!("the consumer's subscription not exist, group: {}, topic: {}", h.consumer_group, h.topic),
+            );
+        };
+        if sub.sub_version < h.sub_version.unwrap_or(0) {
+            return fail(ResponseCode::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest");
+        }
+        sub
+    };
+    if !sub.is_tag_type() {
+        return fail(ResponseCode::SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92");
+    }
+    Ok(sub)
+}

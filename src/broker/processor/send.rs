@@ -1,0 +1,252 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)
+//! (`SendMessageProcessor`, `AbstractSendMessageProcessor.msgCheck`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{fail, BrokerError, Handled};
+use crate::broker::convert;
+use crate::broker::topic::NOT_ALLOWED_SEND_TOPICS;
+use crate::broker::BrokerInner;
+use crate::model::group::{dlq_topic, RETRY_GROUP_TOPIC_PREFIX};
+use crate::model::message::{self, offset_msg_id, property, sys_flag, MessageToStore};
+use crate::model::{perm, TopicConfig, TopicFilterType, DEFAULT_TOPIC};
+use crate::protocol::body::message::decode_batch;
+use crate::protocol::header::broker::{
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+};
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::Connection;
+
+/// How long a send may wait for its turn before the broker answers SYSTEM_BUSY
+/// (Java's `waitTimeMillsInSendQueue`).
+const WAIT_IN_SEND_QUEUE: Duration = Duration::from_millis(200);
+/// `MQVersion.Version.V3_4_9`: the header's maxReconsumeTimes is honoured from here on.
+const V3_4_9: i32 = 121;
+
+pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
+    let h: SendMessageRequestHeader = match req.request_code() {
+        RequestCode::SEND_MESSAGE => SendMessageRequestHeader::decode(&req.ext_fields)?,
+        _ => SendMessageRequestHeaderV2::decode(&req.ext_fields)?.into(),
+    };
+    let batch = req.request_code() == RequestCode::SEND_BATCH_MESSAGE;
+    let permit = match tokio::time::timeout(WAIT_IN_SEND_QUEUE, b.send_permits.acquire()).await {
+        Ok(Ok(p)) => p,
+        _ => {
+            return fail(
+                ResponseCode::SYSTEM_BUSY,
+                "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, the store is behind",
+            )
+        }
+    };
+    let mut tc = check_topic(b, &h, req).await?;
+    let mut queue_id = h.queue_id.unwrap_or(-1);
+    if queue_id < 0 {
+        queue_id = (crate::store::now_ms() % i64::from(tc.write_queue_nums.max(1))) as i32;
+    }
+    let mut topic = h.topic.clone();
+    let mut properties = h.properties.clone().unwrap_or_default();
+    let reconsume_times = h.reconsume_times.unwrap_or(0);
+    if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+        if batch {
+            return fail(ResponseCode::MESSAGE_ILLEGAL, "batch request does not support retry group");
+        }
+        if let Some(dlq) = retry_to_dlq(b, &h, req.version, reconsume_times).await? {
+            tc = dlq;
+            topic = tc.topic_name.clone();
+            queue_id = 0;
+            let mut props = message::parse_properties(&properties);
+            props.insert(property::DELAY.to_owned(), "-1".to_owned());
+            properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+    }
+    if message::property_value(&properties, property::TRAN_MSG) == Some("true") {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending transaction message is forbidden: transactions are not supported yet",
+                b.config.broker_name
+            ),
+        );
+    }
+    let mut sys = h.sys_flag.unwrap_or(0);
+    if tc.topic_filter_type == TopicFilterType::MultiTag {
+        sys |= sys_flag::MULTI_TAGS;
+    }
+    let msgs = build_messages(b, conn, req, &h, &topic, queue_id, &properties, sys, batch)?;
+    let wait = message::property_value(&properties, property::WAIT) != Some("false");
+    let result = b.store.put_messages(&msgs, wait).await;
+    drop(permit);
+    let (code, remark) = convert::put_status_code(&result.status);
+    let Some(append) = result.append else {
+        return fail(code, remark.unwrap_or_default());
+    };
+    let ids: Vec<String> = append.offsets.iter().map(|o| offset_msg_id(b.store_host, *o)).collect();
+    let mut resp = RemotingCommand::response_to(req, code);
+    resp.remark = remark;
+    SendMessageResponseHeader {
+        msg_id: ids.join(","),
+        queue_id,
+        queue_offset: append.queue_offset,
+        transaction_id: if batch {
+            None
+        } else {
+            message::property_value(&msgs[0].properties, property::UNIQ_KEY).map(str::to_owned)
+        },
+    }
+    .encode(&mut resp.ext_fields);
+    resp.ext_fields.insert("MSG_REGION".into(), b.config.region_id.clone());
+    resp.ext_fields.insert("TRACE_ON".into(), b.config.trace_on.to_string());
+    Ok(Some(resp))
+}
+
+/// `msgCheck`: broker and topic writable, topic name valid, topic known or auto-created, queue
+/// id in range.
+async fn check_topic(
+    b: &Arc<BrokerInner>,
+    h: &SendMessageRequestHeader,
+    req: &RemotingCommand,
+) -> Result<TopicConfig, BrokerError> {
+    if !perm::is_writeable(b.config.broker_permission) {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the broker[{}] sending message is forbidden", b.config.broker_name),
+        );
+    }
+    validate_topic(&h.topic)?;
+    if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
+        return fail(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
+    }
+    let tc = match b.topics.get(&h.topic) {
+        Some(tc) => tc,
+        None => {
+            let created = if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+                Some(b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE).0)
+            } else if b.config.auto_create_topic_enable {
+                let default = h.default_topic.as_deref().unwrap_or(DEFAULT_TOPIC);
+                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums.unwrap_or(4), 0)
+            } else {
+                None
+            };
+            let Some(tc) = created else {
+                return fail(
+                    ResponseCode::TOPIC_NOT_EXIST,
+                    format!(
+                        "topic[{}] not exist, apply first please! See http://rocketmq.apache.org/docs/faq/",
+                        h.topic
+                    ),
+                );
+            };
+            b.topics_changed().await;
+            tc
+        }
+    };
+    if !perm::is_writeable(tc.perm) {
+        return fail(ResponseCode::NO_PERMISSION, format!("the topic[{}] sending message is forbidden", h.topic));
+    }
+    let queue_id = h.queue_id.unwrap_or(-1);
+    if queue_id >= tc.write_queue_nums.max(tc.read_queue_nums) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "request queueId[{queue_id}] is illegal, {} writeQueueNums {} readQueueNums {}, producer: {}",
+            h.topic,
+            tc.write_queue_nums,
+            tc.read_queue_nums,
+            req.ext_fields.get("a").or(req.ext_fields.get("producerGroup")).map_or("", String::as_str)
+        )));
+    }
+    Ok(tc)
+}
+
+/// `TopicValidator.validateTopic`: `^[%|a-zA-Z0-9_-]+$`, at most 127 characters (255 for retry
+/// and DLQ topics).
+pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
+    if topic.is_empty() {
+        return Err(BrokerError::InvalidParameter("The specified topic is blank.".into()));
+    }
+    if !topic.bytes().all(|c| c.is_ascii_alphanumeric() || b"%|_-".contains(&c)) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        )));
+    }
+    let max = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with("%DLQ%") { 255 } else { 127 };
+    if topic.len() > max {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The specified topic is longer than topic max length {max}."
+        )));
+    }
+    Ok(())
+}
+
+/// `handleRetryAndDLQ`: a retried message past its group's maximum goes to `%DLQ%<group>`.
+async fn retry_to_dlq(
+    b: &Arc<BrokerInner>,
+    h: &SendMessageRequestHeader,
+    version: i32,
+    reconsume: i32,
+) -> Result<Option<TopicConfig>, BrokerError> {
+    let group = &h.topic[RETRY_GROUP_TOPIC_PREFIX.len()..];
+    let Some((config, created)) = b.groups.find_or_create(group) else {
+        return fail(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {group}"));
+    };
+    if created {
+        b.persist_groups();
+    }
+    let max = match h.max_reconsume_times {
+        Some(m) if version >= V3_4_9 => m,
+        _ => config.retry_max_times,
+    };
+    if reconsume <= max {
+        return Ok(None);
+    }
+    let (tc, created) = b.topics.create_if_absent(&dlq_topic(group), 1, perm::READ | perm::WRITE);
+    if created {
+        b.topics_changed().await;
+    }
+    Ok(Some(tc))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_messages(
+    b: &BrokerInner,
+    conn: &Connection,
+    req: &RemotingCommand,
+    h: &SendMessageRequestHeader,
+    topic: &str,
+    queue_id: i32,
+    properties: &str,
+    sys: i32,
+    batch: bool,
+) -> Result<Vec<MessageToStore>, BrokerError> {
+    let cluster = &b.config.broker_cluster_name;
+    let flag = h.flag.unwrap_or(0);
+    if !batch {
+        let props = convert::stored_properties(properties, cluster, || convert::new_uniq_id(b.store_host));
+        return Ok(vec![convert::message_to_store(
+            h,
+            topic,
+            queue_id,
+            req.body.clone(),
+            props,
+            flag,
+            sys,
+            conn.peer(),
+            b.store_host,
+        )]);
+    }
+    if topic.len() > 127 {
+        return fail(ResponseCode::MESSAGE_ILLEGAL, "the topic of a batch is longer than 127 bytes");
+    }
+    let entries = decode_batch(&req.body)
+        .map_err(|e| BrokerError::Code(ResponseCode::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
+    if entries.is_empty() {
+        return fail(ResponseCode::MESSAGE_ILLEGAL, "empty batch");
+    }
+    Ok(entries
+        .into_iter()
+        .map(|e| {
+            let props = convert::stored_properties(&e.properties, cluster, || convert::new_uniq_id(b.store_host));
+            convert::message_to_store(h, topic, queue_id, e.body, props, e.flag, sys, conn.peer(), b.store_host)
+        })
+        .collect())
+}

@@ -1,0 +1,111 @@
+//! Subscription groups (`SubscriptionGroupManager.java`): `config/subscriptionGroup.json`,
+//! preset system groups, auto-creation on first use.
+//!
+//! ```text
+//! {"dataVersion":{…},"forbiddenTable":{},"subscriptionGroupTable":{"G":{SubscriptionGroupConfig}}}
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use serde::{Deserialize, Serialize};
+use tracing::info;
+
+use super::config::BrokerConfig;
+use crate::model::group::SubscriptionGroupConfig;
+use crate::model::DataVersion;
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct GroupsFile {
+    data_version: DataVersion,
+    forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
+    subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+}
+
+pub struct SubscriptionGroupManager {
+    path: PathBuf,
+    auto_create: bool,
+    state: RwLock<GroupsFile>,
+}
+
+const PRESET_GROUPS: &[&str] = &[
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_RMQ_SYS_TRANS",
+];
+
+impl SubscriptionGroupManager {
+    pub fn load(config: &BrokerConfig) -> Result<Self, String> {
+        let path = config.config_dir().join("subscriptionGroup.json");
+        let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<GroupsFile>(b).map_err(|e| e.to_string());
+        let mut file = crate::persist::load(&path, parse)?.unwrap_or_default();
+        for g in PRESET_GROUPS {
+            file.subscription_group_table.entry((*g).to_owned()).or_insert_with(|| SubscriptionGroupConfig::named(g));
+        }
+        Ok(Self { path, auto_create: config.auto_create_subscription_group, state: RwLock::new(file) })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, GroupsFile> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, GroupsFile> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn get(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.read().subscription_group_table.get(group).cloned()
+    }
+
+    pub fn contains(&self, group: &str) -> bool {
+        self.read().subscription_group_table.contains_key(group)
+    }
+
+    /// `findSubscriptionGroupConfig`: the group, created with defaults when auto-creation is on.
+    /// The flag says whether it was created now (so the caller persists).
+    pub fn find_or_create(&self, group: &str) -> Option<(SubscriptionGroupConfig, bool)> {
+        if let Some(g) = self.get(group) {
+            return Some((g, false));
+        }
+        if !self.auto_create {
+            return None;
+        }
+        let g = SubscriptionGroupConfig::named(group);
+        self.update(g.clone());
+        info!(group, "subscription group auto-created");
+        Some((g, true))
+    }
+
+    pub fn update(&self, g: SubscriptionGroupConfig) {
+        let mut s = self.write();
+        s.subscription_group_table.insert(g.group_name.clone(), g);
+        s.data_version.counter += 1;
+        s.data_version.timestamp = crate::store::now_ms();
+    }
+
+    pub fn delete(&self, group: &str) -> bool {
+        let mut s = self.write();
+        let removed = s.subscription_group_table.remove(group).is_some();
+        if removed {
+            s.data_version.counter += 1;
+            s.data_version.timestamp = crate::store::now_ms();
+        }
+        removed
+    }
+
+    pub fn all(&self) -> BTreeMap<String, SubscriptionGroupConfig> {
+        self.read().subscription_group_table.clone()
+    }
+
+    pub fn persist(&self) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(&*self.read()).unwrap_or_default();
+        crate::persist::write_atomically(&self.path, &json)
+    }
+}
