@@ -27,6 +27,8 @@ pub struct ConsumerGroupInfo {
     pub consume_type: String,
     pub message_model: String,
     pub consume_from_where: String,
+    /// `heartbeatFingerprint` of the last full heartbeat (5.x heartbeat v2).
+    pub fingerprint: i64,
 }
 
 impl ConsumerGroupInfo {
@@ -49,9 +51,20 @@ impl ConsumerManager {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Records a heartbeat; true when the group's membership changed. Subscriptions are kept
-    /// unless `without_sub` (heartbeat v2) and replaced only by a newer `subVersion`.
-    pub fn register(&self, data: &ConsumerData, channel: ClientChannel, without_sub: bool) -> bool {
+    /// Heartbeat v2 without subscriptions: refreshes the channel if the group is known with the
+    /// same fingerprint and this channel already registered. `Some(changed)` on success, `None`
+    /// when the client must send its full heartbeat (`IS_SUB_CHANGE=true`).
+    pub fn refresh(&self, group: &str, fingerprint: i64, channel: ClientChannel) -> Option<bool> {
+        let mut groups = self.groups();
+        let info = groups.get_mut(group).filter(|i| i.fingerprint == fingerprint)?;
+        let known = info.channels.contains_key(&channel.conn.id());
+        info.channels.insert(channel.conn.id(), channel);
+        known.then_some(false)
+    }
+
+    /// Records a full heartbeat; true when the group's membership changed. A stored
+    /// subscription is replaced only by one with a newer `subVersion`.
+    pub fn register(&self, data: &ConsumerData, channel: ClientChannel, fingerprint: i64) -> bool {
         let mut groups = self.groups();
         let info = groups.entry(data.group_name.clone()).or_insert_with(|| ConsumerGroupInfo {
             channels: HashMap::new(),
@@ -59,23 +72,23 @@ impl ConsumerManager {
             consume_type: data.consume_type.clone(),
             message_model: data.message_model.clone(),
             consume_from_where: data.consume_from_where.clone(),
+            fingerprint: 0,
         });
         info.consume_type = data.consume_type.clone();
         info.message_model = data.message_model.clone();
         info.consume_from_where = data.consume_from_where.clone();
+        info.fingerprint = fingerprint;
         let changed = info.channels.insert(channel.conn.id(), channel).is_none();
-        if !without_sub {
-            for sub in &data.subscription_data_set {
-                match info.subscriptions.get(&sub.topic) {
-                    Some(old) if old.sub_version >= sub.sub_version => {}
-                    _ => {
-                        info.subscriptions.insert(sub.topic.clone(), sub.clone());
-                    }
+        for sub in &data.subscription_data_set {
+            match info.subscriptions.get(&sub.topic) {
+                Some(old) if old.sub_version >= sub.sub_version => {}
+                _ => {
+                    info.subscriptions.insert(sub.topic.clone(), sub.clone());
                 }
             }
-            // Topics no longer subscribed go (`updateSubscription`).
-            info.subscriptions.retain(|t, _| data.subscription_data_set.iter().any(|s| &s.topic == t));
         }
+        // Topics no longer subscribed go (`updateSubscription`).
+        info.subscriptions.retain(|t, _| data.subscription_data_set.iter().any(|s| &s.topic == t));
         changed
     }
 

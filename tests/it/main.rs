@@ -1,6 +1,7 @@
 //! Integration tests: servers on 127.0.0.1:0, driven over real TCP.
 
 mod bad_input;
+mod broker;
 mod crash;
 mod golden;
 mod layering;

@@ -28,7 +28,18 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
         version: req.version,
         last_update: Instant::now(),
     };
+    let mut sub_change = !hb.without_sub;
     for c in &hb.consumer_data_set {
+        if hb.without_sub {
+            match b.consumers.refresh(&c.group_name, hb.heartbeat_fingerprint, channel.clone()) {
+                Some(_) => continue,
+                None => {
+                    // Unknown group, changed fingerprint or new channel: ask for the full data.
+                    sub_change = true;
+                    continue;
+                }
+            }
+        }
         let Some((group, created)) = b.groups.find_or_create(&c.group_name) else { continue };
         if created {
             b.persist_groups();
@@ -43,7 +54,7 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
                 b.topics_changed().await;
             }
         }
-        if b.consumers.register(c, channel.clone(), hb.without_sub) {
+        if b.consumers.register(c, channel.clone(), hb.heartbeat_fingerprint) {
             info!(group = c.group_name, client = hb.client_id, peer = %conn.peer(), "consumer joined");
             b.notify_consumer_ids_changed(&c.group_name).await;
         }
@@ -51,8 +62,9 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
     for group in &hb.producer_groups {
         b.producers.register(group, channel.clone());
     }
-    // Classic heartbeats only: without IS_SUPPORT_HEART_BEAT_V2 the client keeps sending full data.
-    Ok(Some(ok(req)))
+    // Heartbeat v2 (5.x): the client may then send only its fingerprint while nothing changes.
+    let resp = ok(req).with_ext("IS_SUPPORT_HEART_BEAT_V2", "true").with_ext("IS_SUB_CHANGE", sub_change.to_string());
+    Ok(Some(resp))
 }
 
 pub async fn unregister_client(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {

@@ -70,7 +70,10 @@ public final class JavaStore implements AutoCloseable {
         this.dir = dir;
     }
 
-    /** Opens (or creates) the store at {@code dir}; fails if {@code load()} refuses the files. */
+    /**
+     * Opens (or creates) the store at {@code dir}: {@code load()} (an AssertionError if it refuses
+     * the files), then {@code start()}, which takes the lock file (its exceptions pass through).
+     */
     public static JavaStore open(Path dir, Sizes sizes, FlushDiskType flushDiskType) throws Exception {
         Compat.init();
         MessageStoreConfig config = new MessageStoreConfig();
@@ -98,7 +101,18 @@ public final class JavaStore implements AutoCloseable {
             throw new AssertionError("the Java DefaultMessageStore refused the directory " + dir
                 + " (load() returned false; see java.log)");
         }
-        store.start();
+        try {
+            store.start();
+        } catch (Exception e) {
+            // e.g. "Lock failed,MQ already started": release what load() and start() opened
+            try {
+                store.shutdown();
+            } catch (RuntimeException ignored) {
+                // services that never started
+            }
+            stats.shutdown();
+            throw e;
+        }
         return new JavaStore(store, stats, dir);
     }
 

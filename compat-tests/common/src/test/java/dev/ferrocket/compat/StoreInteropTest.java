@@ -2,6 +2,7 @@ package dev.ferrocket.compat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -9,10 +10,15 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.alibaba.fastjson.JSONArray;
 import com.alibaba.fastjson.JSONObject;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -110,6 +116,7 @@ class StoreInteropTest {
         }
         assertFalse(Files.exists(dir.resolve("abort")), "the Java store shut down cleanly (no abort file)");
         assertRolled(dir, javaView);
+        keepCopy(dir, "as-java-left-it");
 
         List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
         assertSameMessages("ferrocket store dump of a Java-written store", javaView, dump, true);
@@ -170,6 +177,7 @@ class StoreInteropTest {
         }
         assertFalse(Files.exists(dir.resolve("abort")), "ferrocket shut down cleanly (no abort file)");
         assertRolled(dir, printed);
+        keepCopy(dir, "as-ferrocket-left-it");
 
         List<StoreMessage> javaAppended = new ArrayList<>();
         try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.SYNC_FLUSH)) {
@@ -208,6 +216,43 @@ class StoreInteropTest {
     }
 
     // ---------------------------------------------------------------------------------------------
+    // 3. The lock file: one store process per directory, whichever implementation
+
+    @Test
+    void javaStoreRefusesADirectoryFerrocketHasOpen() throws Exception {
+        Path dir = TestDirs.fresh("store-held-by-ferrocket");
+        try (FerrocketStoreTool.Running ferrocket = FerrocketStoreTool.startLoad(dir, SIZES)) {
+            Wait.until("ferrocket store load to open " + dir + " (abort file written)", Duration.ofSeconds(15),
+                () -> Files.exists(dir.resolve("abort")) || !ferrocket.isAlive());
+            assertTrue(ferrocket.isAlive(), "ferrocket store load keeps the store open while its stdin is open; see "
+                + ferrocket.log());
+            Exception refused = null;
+            try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
+                assertNotNull(java);
+            } catch (Exception e) {
+                refused = e;
+            }
+            assertNotNull(refused, "the Java DefaultMessageStore started on " + dir + " while ferrocket had it open:"
+                + " its start() took <dir>/lock (FileChannel.tryLock(0, 1, false)) although ferrocket held that file");
+            assertTrue(String.valueOf(refused.getMessage()).contains("Lock failed"),
+                "the Java store refused the directory because of the lock: " + refused);
+        }
+    }
+
+    @Test
+    void ferrocketRefusesADirectoryTheJavaStoreHasOpen() throws Exception {
+        Path dir = TestDirs.fresh("store-held-by-java");
+        try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
+            java.put(message(ORDERS, 0, 1, "held".getBytes(StandardCharsets.UTF_8), props("KEYS", "held")));
+            java.awaitDispatched();
+            FerrocketStoreTool.Result r = FerrocketStoreTool.exec("dump", dir, SIZES, List.of());
+            assertNotEquals(0, r.exitCode(), "ferrocket store dump opened " + dir + " while the Java store held"
+                + " <dir>/lock (FileChannel.tryLock(0, 1, false), a POSIX record lock on byte 0) and printed "
+                + r.stdout().size() + " message(s); it must refuse the directory\n" + r.logTail());
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
     // Reading through the Java store
 
     /**
@@ -239,6 +284,15 @@ class StoreInteropTest {
         assertEquals(expectedQueues, loadedNonEmpty, "non-empty ConsumeQueues the Java store loaded (all: " + loaded + ")");
 
         List<String> problems = new ArrayList<>();
+        for (StoreMessage e : expected) {
+            int magic = recordMagic(java.dir(), e.commitLogOffset());
+            int want = e.topic().length() > 127 ? MAGIC_V2 : MAGIC_V1;
+            if (magic != want) {
+                problems.add(String.format("MAGICCODE of %s: expected 0x%08X, actual 0x%08X", e.id(), want, magic));
+            }
+        }
+        failIfAny("record versions in the CommitLog", problems);
+
         long end = 0;
         for (var topic : byQueue.entrySet()) {
             for (var queue : topic.getValue().entrySet()) {
@@ -349,6 +403,22 @@ class StoreInteropTest {
                 + " (" + remaining(javaEnd) + " bytes left in that segment, record of " + m.getStoreSize() + " bytes)");
     }
 
+    static final int MAGIC_V1 = 0xDAA320A7;
+    static final int MAGIC_V2 = 0xDAA320AB;
+
+    /** The MAGICCODE (bytes 4..8) of the record at {@code offset}, read from the segment file. */
+    static int recordMagic(Path dir, long offset) {
+        long segment = offset / SIZES.commitLogFileSize() * SIZES.commitLogFileSize();
+        Path file = dir.resolve("commitlog").resolve(String.format("%020d", segment));
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer magic = ByteBuffer.allocate(4);
+            channel.read(magic, offset - segment + 4);
+            return magic.flip().getInt();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e);
+        }
+    }
+
     static long nextSegment(long offset) {
         return (offset / SIZES.commitLogFileSize() + 1) * SIZES.commitLogFileSize();
     }
@@ -428,6 +498,21 @@ class StoreInteropTest {
         assertTrue(files(dir.resolve("consumequeue").resolve(ORDERS).resolve("0")) >= 2,
             "more than one ConsumeQueue file in " + ORDERS + "/0");
         assertTrue(files(dir.resolve("index")) >= 2, "more than one IndexFile");
+    }
+
+    /** A copy of the directory as one store left it, next to it, for reproducing a failure by hand. */
+    static void keepCopy(Path dir, String suffix) throws IOException {
+        Path copy = dir.resolveSibling(dir.getFileName() + "-" + suffix);
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.toList()) {
+                Path target = copy.resolve(dir.relativize(p).toString());
+                if (Files.isDirectory(p)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(p, target);
+                }
+            }
+        }
     }
 
     static long files(Path dir) throws IOException {
