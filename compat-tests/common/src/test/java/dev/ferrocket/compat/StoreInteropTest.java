@@ -119,7 +119,7 @@ class StoreInteropTest {
         keepCopy(dir, "as-java-left-it");
 
         List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
-        assertSameMessages("ferrocket store dump of a Java-written store", javaView, dump, true);
+        assertSameMessages("ferrocket store dump of the Java-written " + dir, javaView, dump, true);
 
         // ferrocket appends where the Java store stopped.
         List<Item> more = List.of(
@@ -212,7 +212,7 @@ class StoreInteropTest {
         List<StoreMessage> all = new ArrayList<>(printed);
         all.addAll(javaAppended);
         List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
-        assertSameMessages("ferrocket store dump after the Java store appended", all, dump, true);
+        assertSameMessages("ferrocket store dump of " + dir + " after the Java store appended", all, dump, true);
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ class StoreInteropTest {
                 problems.add(String.format("MAGICCODE of %s: expected 0x%08X, actual 0x%08X", e.id(), want, magic));
             }
         }
-        failIfAny("record versions in the CommitLog", problems);
+        failIfAny("record versions in the CommitLog of " + java.dir(), problems);
 
         long end = 0;
         for (var topic : byQueue.entrySet()) {
@@ -338,7 +338,7 @@ class StoreInteropTest {
                 }
             }
         }
-        failIfAny("reading through the Java store's getMessage", problems);
+        failIfAny("reading " + java.dir() + " through the Java store's getMessage", problems);
 
         for (StoreMessage e : expected) {
             MessageExt m = java.lookMessageByOffset(e.commitLogOffset());
@@ -350,7 +350,7 @@ class StoreInteropTest {
                 }
             }
         }
-        failIfAny("the Java store's lookMessageByOffset", problems);
+        failIfAny("the Java store's lookMessageByOffset on " + java.dir(), problems);
 
         // "query by key": every KEYS entry and the UNIQ_KEY of each message, per topic.
         Map<String, Map<String, TreeSet<Long>>> keyIndex = new TreeMap<>();
@@ -385,7 +385,7 @@ class StoreInteropTest {
                 }
             }
         }
-        failIfAny("the Java store's queryMessage over " + queries + " keys", problems);
+        failIfAny("the Java store's queryMessage over " + queries + " keys on " + java.dir(), problems);
 
         assertEquals(0L, java.store().getMinPhyOffset(), "Java getMinPhyOffset");
         assertEquals(end, java.store().getMaxPhyOffset(),
