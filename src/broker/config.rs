@@ -199,10 +199,36 @@ impl BrokerConfig {
         if self.mapped_file_size_consume_queue < 20 {
             return refuse("mappedFileSizeConsumeQueue", "must hold at least one 20-byte unit");
         }
+        if let Err(why) = self.delay_levels() {
+            return refuse("messageDelayLevel", &why);
+        }
         if self.namesrv_addr.split(';').any(|a| !a.is_empty() && !a.contains(':')) {
             return refuse("namesrvAddr", "expected host:port[;host:port]");
         }
         Ok(())
+    }
+
+    /// `messageDelayLevel` in ms, level 1 first: blank-separated numbers with a unit s, m, h or d.
+    pub fn delay_levels(&self) -> Result<Vec<i64>, String> {
+        let levels = self
+            .message_delay_level
+            .split_whitespace()
+            .map(|item| {
+                let (num, unit) = item.split_at(item.len().saturating_sub(1));
+                let factor = match unit {
+                    "s" => 1000,
+                    "m" => 60_000,
+                    "h" => 3_600_000,
+                    "d" => 86_400_000,
+                    _ => return Err(format!("'{item}' needs a unit s, m, h or d")),
+                };
+                num.parse::<i64>().map(|n| n * factor).map_err(|_| format!("'{item}' is not a number with a unit"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if levels.is_empty() {
+            return Err("at least one delay level is needed".into());
+        }
+        Ok(levels)
     }
 
     /// The NameServers to register with.
@@ -266,6 +292,7 @@ impl BrokerConfig {
             access_message_in_memory_max_ratio: self.access_message_in_memory_max_ratio,
             max_filter_message_size: self.max_filter_message_size,
             default_query_max_num: self.default_query_max_num,
+            delay_level_millis: self.delay_levels().unwrap_or_default(),
         }
     }
 

@@ -15,9 +15,11 @@ pub mod client;
 pub mod config;
 pub mod convert;
 pub mod hold;
+pub mod lock;
 pub mod offset;
 pub mod processor;
 pub mod register;
+pub mod schedule;
 pub mod subscription;
 pub mod topic;
 
@@ -68,6 +70,8 @@ pub struct BrokerInner {
     pub consumers: client::ConsumerManager,
     pub producers: client::ProducerManager,
     pub hold: Arc<hold::PullHold>,
+    pub locks: lock::RebalanceLockManager,
+    pub schedule: schedule::ScheduleService,
     /// `brokerIP1:listenPort`, written into every stored message and message id.
     pub store_host: SocketAddr,
     pub register_now: Notify,
@@ -128,6 +132,7 @@ impl Broker {
         let topics = topic::TopicConfigManager::load(&config).map_err(cfg("topics.json"))?;
         let groups = subscription::SubscriptionGroupManager::load(&config).map_err(cfg("subscriptionGroup.json"))?;
         let offsets = offset::ConsumerOffsetManager::load(&config).map_err(cfg("consumerOffset.json"))?;
+        let schedule = schedule::ScheduleService::load(&config).map_err(cfg("delayOffset.json"))?;
         let hold = Arc::new(hold::PullHold::default());
         let arrivals = hold.clone();
         store.set_arrival_listener(Arc::new(move |d| arrivals.message_arrived(&d.topic, d.queue_id)));
@@ -159,6 +164,8 @@ impl Broker {
             consumers: client::ConsumerManager::default(),
             producers: client::ProducerManager::default(),
             hold,
+            locks: lock::RebalanceLockManager::default(),
+            schedule,
             store_host,
             register_now: Notify::new(),
             outbound,
@@ -192,6 +199,7 @@ impl Broker {
         }
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
+        tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         self.server.serve(processor, shutdown.clone(), tracker.clone()).await;
         register::unregister_all(&inner).await;

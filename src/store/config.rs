@@ -50,6 +50,9 @@ pub struct StoreConfig {
     pub access_message_in_memory_max_ratio: u32,
     pub max_filter_message_size: usize,
     pub default_query_max_num: usize,
+    /// Delay of each level in ms (`messageDelayLevel`, level 1 first): the ConsumeQueue tag code
+    /// of a SCHEDULE_TOPIC_XXXX message is its delivery time.
+    pub delay_level_millis: Vec<i64>,
 }
 
 impl Default for StoreConfig {
@@ -88,6 +91,10 @@ impl Default for StoreConfig {
             access_message_in_memory_max_ratio: 40,
             max_filter_message_size: 16_000,
             default_query_max_num: 32,
+            delay_level_millis: [1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
+                .iter()
+                .map(|s| s * 1000)
+                .collect(),
         }
     }
 }

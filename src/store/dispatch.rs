@@ -11,14 +11,16 @@ use super::commit_log::record::{self, DispatchRequest, RecordCheck};
 use super::consume_queue::CqUnit;
 use super::message_store::Inner;
 use super::StoreError;
-use crate::model::message::sys_flag;
+use crate::model::message::{self, sys_flag};
 
 /// Applies one record to the ConsumeQueue and the index.
 pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
     let tx = sys_flag::transaction_type(d.sys_flag);
     if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT {
         let cq = inner.queues.get_or_create(&d.topic, d.queue_id)?;
-        let unit = CqUnit { commit_log_offset: d.commit_log_offset, size: d.size, tags_code: d.tags_code };
+        let tags_code =
+            if d.topic == SCHEDULE_TOPIC { deliver_time(inner, d).unwrap_or(d.tags_code) } else { d.tags_code };
+        let unit = CqUnit { commit_log_offset: d.commit_log_offset, size: d.size, tags_code };
         cq.put(unit, d.queue_offset)?;
     }
     if inner.config.message_index_enable {
@@ -26,6 +28,21 @@ pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
     }
     inner.last_dispatched_timestamp.fetch_max(d.store_timestamp, Ordering::Relaxed);
     Ok(())
+}
+
+/// The topic holding delayed messages, one queue per delay level.
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+/// `computeDeliverTimestamp`: store time plus the delay of the message's level (clamped to the
+/// last level; an unknown level waits one second).
+fn deliver_time(inner: &Inner, d: &DispatchRequest) -> Option<i64> {
+    let level: i64 = message::property_value(&d.properties, message::property::DELAY)?.parse().ok()?;
+    let levels = &inner.config.delay_level_millis;
+    let delay = match usize::try_from(level).ok().filter(|l| *l >= 1) {
+        Some(l) => l.min(levels.len()).checked_sub(1).and_then(|i| levels.get(i)).copied().unwrap_or(1000),
+        None => 1000,
+    };
+    Some(d.store_timestamp + delay)
 }
 
 /// The dispatcher thread's body; returns when the store stops.

@@ -282,3 +282,10 @@ impl MessageStore {
         self.inner.commit_log.max_offset() as i64 - unit.commit_log_offset <= memory
     }
 }
+
+impl MessageStore {
+    /// The ConsumeQueue tag code of a message (the delivery time for scheduled messages).
+    pub fn message_tags_code(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        self.queue(topic, queue_id)?.unit(offset).map(|u| u.tags_code)
+    }
+}

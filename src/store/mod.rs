@@ -28,6 +28,7 @@ mod message_store;
 mod recovery;
 mod retention;
 
+pub use dispatch::SCHEDULE_TOPIC;
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
 pub use message_store::{now_ms, ArrivalListener, FlushFault, MessageStore, PutMessageResult, PutStatus};
 

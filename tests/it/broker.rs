@@ -302,3 +302,48 @@ async fn offsets_groups_and_topics_survive_a_restart() {
     assert!(dir.path().join("config").join("subscriptionGroup.json").exists());
     b.stop().await;
 }
+
+#[tokio::test]
+async fn delay_levels_and_send_back_to_retry_and_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| c.message_delay_level = "1s 2s".into()).await;
+    let c = client();
+    let mut delayed = send("DL", 0, b"later", "A");
+    let props = properties_to_string([("TAGS", "A"), ("DELAY", "1"), ("WAIT", "true")]);
+    delayed.ext_fields.insert("i".into(), props);
+    let sent_at = Instant::now();
+    assert_eq!(call(&c, &b.addr, delayed).await.response_code(), ResponseCode::SUCCESS);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let max = || request(RequestCode::GET_MAX_OFFSET, &[("topic", "DL"), ("queueId", "0")]);
+    assert_eq!(call(&c, &b.addr, max()).await.ext_fields["offset"], "0", "delivered before its delay");
+    wait_max_offset(&c, &b.addr, "DL", 0, 1).await;
+    let waited = sent_at.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_millis(2500),
+        "level 1 (1 s) delivered after {waited:?}"
+    );
+    let r = call(&c, &b.addr, pull("DL", 0, 0, 4, 0)).await;
+    let m = &records(&r.body)[0];
+    assert_eq!(&m.body[..], b"later");
+    assert!(!m.properties.contains("DELAY\u{1}"), "DELAY kept after delivery");
+
+    // Send the delivered message back: level 1 goes to %RETRY%CG after a second...
+    let back = |offset: i64, level: &str| {
+        request(
+            RequestCode::CONSUMER_SEND_MSG_BACK,
+            &[("offset", &offset.to_string()), ("group", "CG"), ("delayLevel", level), ("maxReconsumeTimes", "16")],
+        )
+    };
+    assert_eq!(call(&c, &b.addr, back(m.commit_log_offset, "1")).await.response_code(), ResponseCode::SUCCESS);
+    wait_max_offset(&c, &b.addr, "%RETRY%CG", 0, 1).await;
+    let r = call(&c, &b.addr, pull("%RETRY%CG", 0, 0, 4, 0)).await;
+    let retried = &records(&r.body)[0];
+    assert_eq!(retried.reconsume_times, 1);
+    assert!(retried.properties.contains("RETRY_TOPIC\u{1}DL"));
+    // ...and level -1 straight to %DLQ%CG.
+    assert_eq!(call(&c, &b.addr, back(retried.commit_log_offset, "-1")).await.response_code(), ResponseCode::SUCCESS);
+    wait_max_offset(&c, &b.addr, "%DLQ%CG", 0, 1).await;
+    let missing = back(1 << 40, "0");
+    assert_eq!(call(&c, &b.addr, missing).await.response_code(), ResponseCode::SYSTEM_ERROR);
+    b.stop().await;
+}

@@ -12,7 +12,8 @@ use crate::broker::client::ClientChannel;
 use crate::broker::BrokerInner;
 use crate::model::group::retry_topic;
 use crate::model::perm;
-use crate::protocol::body::client::{ConsumerListBody, HeartbeatData};
+use crate::protocol::body::client::{ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody};
+use crate::protocol::body::json;
 use crate::protocol::body::to_vec;
 use crate::protocol::header::broker::*;
 use crate::protocol::header::CommandHeader;
@@ -148,4 +149,18 @@ pub fn get_earliest_msg_storetime(b: &BrokerInner, req: &RemotingCommand) -> Han
     let timestamp = b.store.earliest_message_time(&h.topic, h.queue_id).unwrap_or(-1);
     TimestampResponseHeader { timestamp }.encode(&mut resp.ext_fields);
     Ok(Some(resp))
+}
+
+pub fn lock_batch_mq(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let body: LockBatchRequestBody = json::from_slice(&req.body)
+        .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid LockBatchRequestBody: {e}")))?;
+    let locked = b.locks.try_lock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
+    Ok(Some(ok(req).with_body(to_vec(&LockBatchResponseBody { lock_ok_mq_set: locked }))))
+}
+
+pub fn unlock_batch_mq(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let body: LockBatchRequestBody = json::from_slice(&req.body)
+        .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid UnlockBatchRequestBody: {e}")))?;
+    b.locks.unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
+    Ok(Some(ok(req)))
 }

@@ -4,6 +4,7 @@ mod admin;
 mod consumer;
 mod pull;
 mod query;
+mod retry;
 mod send;
 
 use std::sync::Arc;
@@ -77,6 +78,9 @@ impl BrokerProcessor {
             RequestCode::GET_MIN_OFFSET => consumer::get_min_offset(b, req),
             RequestCode::SEARCH_OFFSET_BY_TIMESTAMP => consumer::search_offset_by_timestamp(b, req),
             RequestCode::GET_EARLIEST_MSG_STORETIME => consumer::get_earliest_msg_storetime(b, req),
+            RequestCode::CONSUMER_SEND_MSG_BACK => retry::consumer_send_msg_back(b, req).await,
+            RequestCode::LOCK_BATCH_MQ => consumer::lock_batch_mq(b, req),
+            RequestCode::UNLOCK_BATCH_MQ => consumer::unlock_batch_mq(b, req),
             RequestCode::QUERY_MESSAGE => query::query_message(b, req),
             RequestCode::VIEW_MESSAGE_BY_ID => query::view_message_by_id(b, req),
             RequestCode::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, req).await,

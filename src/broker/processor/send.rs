@@ -74,7 +74,12 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     if tc.topic_filter_type == TopicFilterType::MultiTag {
         sys |= sys_flag::MULTI_TAGS;
     }
-    let msgs = build_messages(b, conn, req, &h, &topic, queue_id, &properties, sys, batch)?;
+    let mut msgs = build_messages(b, conn, req, &h, &topic, queue_id, &properties, sys, batch)?;
+    if !batch {
+        b.schedule.divert(&mut msgs[0]);
+    } else if message::property_value(&properties, property::DELAY).is_some_and(|d| d != "0") {
+        return fail(ResponseCode::MESSAGE_ILLEGAL, "batch messages do not support delay levels");
+    }
     let wait = message::property_value(&properties, property::WAIT) != Some("false");
     let result = b.store.put_messages(&msgs, wait).await;
     drop(permit);

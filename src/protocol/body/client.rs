@@ -243,3 +243,30 @@ mod tests {
         assert!(HeartbeatData::parse(b"{}").is_err());
     }
 }
+
+/// `MessageQueue`: `{"brokerName":"b","queueId":0,"topic":"T"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageQueue {
+    pub broker_name: String,
+    pub queue_id: i32,
+    pub topic: String,
+}
+
+/// LOCK_BATCH_MQ / UNLOCK_BATCH_MQ request body (`LockBatchRequestBody`, `UnlockBatchRequestBody`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LockBatchRequestBody {
+    pub consumer_group: String,
+    pub client_id: String,
+    pub only_this_broker: bool,
+    pub mq_set: Vec<MessageQueue>,
+}
+
+/// LOCK_BATCH_MQ response body (`LockBatchResponseBody`).
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockBatchResponseBody {
+    #[serde(rename = "lockOKMQSet")]
+    pub lock_ok_mq_set: Vec<MessageQueue>,
+}

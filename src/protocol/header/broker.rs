@@ -220,3 +220,16 @@ command_header! {
         offset: i64 = "offset",
     }
 }
+
+command_header! {
+    /// CONSUMER_SEND_MSG_BACK (36): `ConsumerSendMsgBackRequestHeader`.
+    pub struct ConsumerSendMsgBackRequestHeader {
+        offset: i64 = "offset",
+        group: String = "group",
+        delay_level: i32 = "delayLevel",
+        origin_msg_id: Option<String> = "originMsgId",
+        origin_topic: Option<String> = "originTopic",
+        unit_mode: bool = "unitMode",
+        max_reconsume_times: Option<i32> = "maxReconsumeTimes",
+    }
+}

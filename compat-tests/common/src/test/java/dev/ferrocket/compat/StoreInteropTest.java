@@ -36,7 +36,6 @@ import org.apache.rocketmq.common.message.MessageClientIDSetter;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.sysflag.MessageSysFlag;
 import org.apache.rocketmq.store.AppendMessageResult;
-import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.config.FlushDiskType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -71,13 +70,61 @@ class StoreInteropTest {
     static final int QUERY_MAX = 64;
 
     // ---------------------------------------------------------------------------------------------
-    // 1. Java writes, ferrocket reads (and appends, and Java reads ferrocket's appends)
+    // 1. Java writes, ferrocket reads; ferrocket appends to a Java-written store, Java reads it all
 
     @Test
     void javaWrittenStoreIsDumpedIdenticallyByFerrocket() throws Exception {
         Path dir = TestDirs.fresh("store-java-written");
-        List<Item> corpus = corpus(1, 600);
+        JavaWritten java = writeWithJava(dir, corpus(1, 600));
 
+        List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
+        assertSameMessages("ferrocket store dump of the Java-written " + dir, java.messages(), dump, true);
+    }
+
+    @Test
+    void ferrocketAppendsToAJavaWrittenStoreAndJavaReadsEverything() throws Exception {
+        Path dir = TestDirs.fresh("store-java-then-ferrocket");
+        JavaWritten java = writeWithJava(dir, corpus(3, 600));
+
+        // ferrocket appends where the Java store stopped.
+        List<Item> more = List.of(
+            new Single(message(ORDERS, 0, 9001, "appended by ferrocket".getBytes(StandardCharsets.UTF_8),
+                props("TAGS", "TagA", "KEYS", "appended-1 shared-append", "UNIQ_KEY", MessageClientIDSetter.createUniqID()))),
+            new Batch(List.of(
+                message(AUDIT, 1, 9002, new byte[0], props("KEYS", "appended-2 shared-append")),
+                message(AUDIT, 1, 9003, "b".getBytes(StandardCharsets.UTF_8), props("TAGS", "TagB", "KEYS", "appended-3")))),
+            new Single(message(FRESH, 3, 9004, "new topic".getBytes(StandardCharsets.UTF_8),
+                props("KEYS", "appended-4", "UNIQ_KEY", MessageClientIDSetter.createUniqID()))));
+        List<StoreMessage> appended = FerrocketStoreTool.load(dir, SIZES, loadLines(more));
+        List<StoreMessage> moreFlat = flatten(more);
+        assertEquals(moreFlat.size(), appended.size(), "messages ferrocket printed after appending to a Java store");
+        assertSameMessages("ferrocket's appended messages against its input", moreFlat, appended, false);
+        assertEquals(maxQueueOffset(java.messages(), ORDERS, 0) + 1, appended.get(0).queueOffset(),
+            "queueOffset ferrocket assigned after the Java store's last message in " + ORDERS + "/0");
+        assertEquals(maxQueueOffset(java.messages(), AUDIT, 1) + 1, appended.get(1).queueOffset(),
+            "queueOffset ferrocket assigned after the Java store's last message in " + AUDIT + "/1");
+        assertEquals(appended.get(1).queueOffset() + 1, appended.get(2).queueOffset(), "second message of the batch");
+        assertEquals(0, appended.get(3).queueOffset(), "queueOffset of a new queue");
+        assertFalse(Files.exists(dir.resolve("abort")), "ferrocket shut down cleanly (no abort file)");
+
+        List<StoreMessage> all = new ArrayList<>(java.messages());
+        all.addAll(appended);
+        try (JavaStore reopened = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
+            assertNextRecordOffset(java.maxPhyOffset(), appended.get(0), reopened);
+            assertJavaReads(reopened, all);
+        }
+    }
+
+    /** What the Java store holds after writing a corpus (read back through getMessage), and its CommitLog end. */
+    record JavaWritten(List<StoreMessage> messages, long maxPhyOffset) {
+    }
+
+    /**
+     * Writes {@code corpus} with the Java store (putMessage, putMessages for batches), checks that
+     * it reads back what was put, shuts it down and keeps a copy of the directory
+     * ({@code <dir>-as-java-left-it}).
+     */
+    static JavaWritten writeWithJava(Path dir, List<Item> corpus) throws Exception {
         List<StoreMessage> javaView = new ArrayList<>();
         long javaMaxPhyOffset;
         try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
@@ -117,37 +164,7 @@ class StoreInteropTest {
         assertFalse(Files.exists(dir.resolve("abort")), "the Java store shut down cleanly (no abort file)");
         assertRolled(dir, javaView);
         keepCopy(dir, "as-java-left-it");
-
-        List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
-        assertSameMessages("ferrocket store dump of the Java-written " + dir, javaView, dump, true);
-
-        // ferrocket appends where the Java store stopped.
-        List<Item> more = List.of(
-            new Single(message(ORDERS, 0, 9001, "appended by ferrocket".getBytes(StandardCharsets.UTF_8),
-                props("TAGS", "TagA", "KEYS", "appended-1 shared-append", "UNIQ_KEY", MessageClientIDSetter.createUniqID()))),
-            new Batch(List.of(
-                message(AUDIT, 1, 9002, new byte[0], props("KEYS", "appended-2 shared-append")),
-                message(AUDIT, 1, 9003, "b".getBytes(StandardCharsets.UTF_8), props("TAGS", "TagB", "KEYS", "appended-3")))),
-            new Single(message(FRESH, 3, 9004, "new topic".getBytes(StandardCharsets.UTF_8),
-                props("KEYS", "appended-4", "UNIQ_KEY", MessageClientIDSetter.createUniqID()))));
-        List<StoreMessage> appended = FerrocketStoreTool.load(dir, SIZES, loadLines(more));
-        List<StoreMessage> moreFlat = flatten(more);
-        assertEquals(moreFlat.size(), appended.size(), "messages ferrocket printed after appending to a Java store");
-        assertSameMessages("ferrocket's appended messages against its input", moreFlat, appended, false);
-        assertEquals(maxQueueOffset(javaView, ORDERS, 0) + 1, appended.get(0).queueOffset(),
-            "queueOffset ferrocket assigned after the Java store's last message in " + ORDERS + "/0");
-        assertEquals(maxQueueOffset(javaView, AUDIT, 1) + 1, appended.get(1).queueOffset(),
-            "queueOffset ferrocket assigned after the Java store's last message in " + AUDIT + "/1");
-        assertEquals(appended.get(1).queueOffset() + 1, appended.get(2).queueOffset(), "second message of the batch");
-        assertEquals(0, appended.get(3).queueOffset(), "queueOffset of a new queue");
-        assertFalse(Files.exists(dir.resolve("abort")), "ferrocket shut down cleanly (no abort file)");
-
-        List<StoreMessage> all = new ArrayList<>(javaView);
-        all.addAll(appended);
-        try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
-            assertNextRecordOffset(javaMaxPhyOffset, appended.get(0), java);
-            assertJavaReads(java, all);
-        }
+        return new JavaWritten(javaView, javaMaxPhyOffset);
     }
 
     // ---------------------------------------------------------------------------------------------

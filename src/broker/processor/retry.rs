@@ -1,0 +1,86 @@
+//! CONSUMER_SEND_MSG_BACK (36): a message a consumer failed goes to `%RETRY%<group>` with delay
+//! level 3 + reconsume times, or to `%DLQ%<group>` past the group's maximum
+//! (`SendMessageProcessor.consumerSendMsgBack`).
+
+use std::sync::Arc;
+
+use super::{fail, ok, Handled};
+use crate::broker::BrokerInner;
+use crate::model::group::{dlq_topic, retry_topic};
+use crate::model::message::{self, offset_msg_id, property, MessageToStore};
+use crate::model::perm;
+use crate::protocol::header::broker::ConsumerSendMsgBackRequestHeader;
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, ResponseCode};
+
+/// `MQVersion.Version.V3_4_9`.
+const V3_4_9: i32 = 121;
+
+pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = ConsumerSendMsgBackRequestHeader::decode(&req.ext_fields)?;
+    let Some((group, created)) = b.groups.find_or_create(&h.group) else {
+        return fail(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {}", h.group));
+    };
+    if created {
+        b.persist_groups();
+    }
+    if !perm::is_writeable(b.config.broker_permission) {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the broker[{}] sending message is forbidden", b.config.broker_name),
+        );
+    }
+    if group.retry_queue_nums <= 0 {
+        return Ok(Some(ok(req)));
+    }
+    let Some(original) = b.store.lookup_message(h.offset) else {
+        return fail(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
+    };
+    let mut props = message::parse_properties(&original.properties);
+    props.entry(property::RETRY_TOPIC.to_owned()).or_insert_with(|| original.topic.clone());
+    let origin_id = props
+        .get(property::ORIGIN_MESSAGE_ID)
+        .cloned()
+        .or(h.origin_msg_id.clone())
+        .unwrap_or_else(|| offset_msg_id(original.store_host, original.commit_log_offset));
+    props.insert(property::ORIGIN_MESSAGE_ID.to_owned(), origin_id);
+    let max = match h.max_reconsume_times {
+        Some(m) if req.version >= V3_4_9 => m,
+        _ => group.retry_max_times,
+    };
+    let (topic, queue_id, queues) = if original.reconsume_times >= max || h.delay_level < 0 {
+        props.insert(property::DELAY.to_owned(), "0".to_owned());
+        (dlq_topic(&h.group), 0, 1)
+    } else {
+        let level = if h.delay_level == 0 { 3 + original.reconsume_times } else { h.delay_level };
+        props.insert(property::DELAY.to_owned(), level.to_string());
+        let q = (crate::store::now_ms() % i64::from(group.retry_queue_nums)) as i32;
+        (retry_topic(&h.group), q, group.retry_queue_nums)
+    };
+    let (_, created) = b.topics.create_if_absent(&topic, queues, perm::READ | perm::WRITE);
+    if created {
+        b.topics_changed().await;
+    }
+    let tags = props.get(property::TAGS).cloned();
+    let mut msg = MessageToStore {
+        topic,
+        queue_id,
+        flag: original.flag,
+        body: original.body.clone(),
+        properties: message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        tags_code: message::tags_code(tags.as_deref()),
+        born_timestamp: original.born_timestamp,
+        born_host: original.born_host,
+        store_host: b.store_host,
+        sys_flag: original.sys_flag,
+        reconsume_times: original.reconsume_times + 1,
+        prepared_transaction_offset: 0,
+    };
+    b.schedule.divert(&mut msg);
+    let r = b.store.put_messages(&[msg], true).await;
+    let (code, remark) = crate::broker::convert::put_status_code(&r.status);
+    match code {
+        ResponseCode::SUCCESS => Ok(Some(ok(req))),
+        _ => fail(code, remark.unwrap_or_default()),
+    }
+}

@@ -1,0 +1,178 @@
+//! Delay levels (`ScheduleMessageService`): a message with `DELAY=n` is stored in
+//! `SCHEDULE_TOPIC_XXXX` queue n-1 (its real topic and queue kept in `REAL_TOPIC`/`REAL_QID`);
+//! the store gives its ConsumeQueue unit the delivery time as tag code; this service moves it
+//! to its real topic when due. Progress per level survives restarts in `config/delayOffset.json`.
+//!
+//! ```text
+//! delayOffset.json  {"offsetTable":{1:0,2:15,...},"dataVersion":{…}}   (level -> next queue offset)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, warn};
+
+use super::config::BrokerConfig;
+use super::BrokerInner;
+use crate::model::message::{self, property, MessageToStore};
+use crate::model::DataVersion;
+use crate::store::{AcceptAll, GetMessageStatus, SCHEDULE_TOPIC};
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct DelayOffsetsFile {
+    offset_table: BTreeMap<i32, i64>,
+    data_version: DataVersion,
+}
+
+pub struct ScheduleService {
+    path: PathBuf,
+    levels: Vec<i64>,
+    offsets: Mutex<BTreeMap<i32, i64>>,
+}
+
+impl ScheduleService {
+    pub fn load(config: &BrokerConfig) -> Result<Self, String> {
+        let path = config.config_dir().join("delayOffset.json");
+        let parse =
+            |b: &[u8]| crate::protocol::body::json::from_slice::<DelayOffsetsFile>(b).map_err(|e| e.to_string());
+        let file = crate::persist::load(&path, parse)?.unwrap_or_default();
+        Ok(Self { path, levels: config.delay_levels()?, offsets: Mutex::new(file.offset_table) })
+    }
+
+    pub fn max_level(&self) -> i32 {
+        self.levels.len() as i32
+    }
+
+    /// Diverts a message with `DELAY > 0` to the schedule topic (`handleScheduleMessage`).
+    pub fn divert(&self, msg: &mut MessageToStore) {
+        let Some(level) = message::property_value(&msg.properties, property::DELAY).and_then(|d| d.parse::<i32>().ok())
+        else {
+            return;
+        };
+        if level <= 0 || msg.topic == SCHEDULE_TOPIC {
+            return;
+        }
+        let level = level.min(self.max_level());
+        let mut props = message::parse_properties(&msg.properties);
+        props.insert(property::DELAY.to_owned(), level.to_string());
+        props.insert(property::REAL_TOPIC.to_owned(), msg.topic.clone());
+        props.insert(property::REAL_QID.to_owned(), msg.queue_id.to_string());
+        msg.properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        msg.topic = SCHEDULE_TOPIC.to_owned();
+        msg.queue_id = level - 1;
+    }
+
+    fn offset(&self, level: i32) -> i64 {
+        self.offsets.lock().unwrap_or_else(|e| e.into_inner()).get(&level).copied().unwrap_or(0)
+    }
+
+    fn set_offset(&self, level: i32, offset: i64) {
+        self.offsets.lock().unwrap_or_else(|e| e.into_inner()).insert(level, offset);
+    }
+
+    /// Level -> next offset to deliver (GET_ALL_DELAY_OFFSET).
+    pub fn offsets(&self) -> BTreeMap<i32, i64> {
+        self.offsets.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn persist(&self) -> std::io::Result<()> {
+        let file = DelayOffsetsFile {
+            offset_table: self.offsets(),
+            data_version: DataVersion { timestamp: crate::store::now_ms(), ..Default::default() },
+        };
+        crate::persist::write_atomically(&self.path, &serde_json::to_vec_pretty(&file).unwrap_or_default())
+    }
+}
+
+/// Delivers due messages every 100 ms until `shutdown`; persists progress every 10 s.
+pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
+    let mut ticks = 0u32;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {},
+        }
+        for level in 1..=inner.schedule.max_level() {
+            deliver_due(&inner, level).await;
+        }
+        ticks += 1;
+        if ticks % 100 == 0 {
+            if let Err(e) = inner.schedule.persist() {
+                error!(error = %e, "cannot persist delayOffset.json");
+            }
+        }
+    }
+    if let Err(e) = inner.schedule.persist() {
+        error!(error = %e, "cannot persist delayOffset.json");
+    }
+}
+
+/// Moves the due messages of one level to their real topics, in order; stops at the first that
+/// is not due yet (units of one level are in delivery order).
+async fn deliver_due(inner: &BrokerInner, level: i32) {
+    let queue = level - 1;
+    let mut offset = inner.schedule.offset(level).max(inner.store.min_offset_in_queue(SCHEDULE_TOPIC, queue));
+    loop {
+        let r = inner.store.get_message(SCHEDULE_TOPIC, queue, offset, 32, usize::MAX, &AcceptAll);
+        if r.status != GetMessageStatus::Found {
+            if r.next_begin_offset > offset && r.status != GetMessageStatus::OffsetOverflowOne {
+                inner.schedule.set_offset(level, r.next_begin_offset);
+            }
+            return;
+        }
+        let now = crate::store::now_ms();
+        for rec in &r.messages {
+            let Some(m) = crate::store::commit_log::record::decode(rec, false) else {
+                warn!(level, offset, "unreadable scheduled message skipped");
+                offset += 1;
+                continue;
+            };
+            let due = inner.store.message_tags_code(SCHEDULE_TOPIC, queue, m.queue_offset).unwrap_or(0);
+            if due > now {
+                inner.schedule.set_offset(level, m.queue_offset);
+                return;
+            }
+            let Some(real) = restore(&m) else {
+                warn!(level, offset = m.queue_offset, "scheduled message without REAL_TOPIC dropped");
+                offset = m.queue_offset + 1;
+                continue;
+            };
+            let put = inner.store.put_messages(&[real], true).await;
+            if !put.is_ok() {
+                warn!(level, offset = m.queue_offset, status = ?put.status, "delivering a delayed message failed; retrying");
+                inner.schedule.set_offset(level, m.queue_offset);
+                return;
+            }
+            offset = m.queue_offset + 1;
+        }
+        inner.schedule.set_offset(level, offset);
+    }
+}
+
+/// The message as it goes back to its real topic and queue, without DELAY (`messageTimeup`).
+fn restore(m: &message::StoredMessage) -> Option<MessageToStore> {
+    let mut props = message::parse_properties(&m.properties);
+    let topic = props.get(property::REAL_TOPIC)?.clone();
+    let queue_id = props.get(property::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+    props.remove(property::DELAY);
+    let tags = props.get(property::TAGS).cloned();
+    Some(MessageToStore {
+        topic,
+        queue_id,
+        flag: m.flag,
+        body: m.body.clone(),
+        properties: message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        tags_code: message::tags_code(tags.as_deref()),
+        born_timestamp: m.born_timestamp,
+        born_host: m.born_host,
+        store_host: m.store_host,
+        sys_flag: m.sys_flag,
+        reconsume_times: m.reconsume_times,
+        prepared_transaction_offset: 0,
+    })
+}
