@@ -101,7 +101,7 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
             deliver_due(&inner, level).await;
         }
         ticks += 1;
-        if ticks % 100 == 0 {
+        if ticks.is_multiple_of(100) {
             if let Err(e) = inner.schedule.persist() {
                 error!(error = %e, "cannot persist delayOffset.json");
             }

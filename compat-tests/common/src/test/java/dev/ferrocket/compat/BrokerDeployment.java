@@ -1,0 +1,375 @@
+package dev.ferrocket.compat;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.common.TopicConfig;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * A ferrocket broker with its NameServer, deployed one of two ways:
+ * <ul>
+ *   <li>{@link Mode#STANDALONE}: one process, {@code ferrocket standalone -c broker.conf --namesrv-config namesrv.conf};</li>
+ *   <li>{@link Mode#SEPARATE}: {@code ferrocket namesrv -c namesrv.conf} and
+ *       {@code ferrocket broker -n 127.0.0.1:<port> -c broker.conf}.</li>
+ * </ul>
+ * Everything lives in one directory under {@link TestDirs#root()} (configs, {@code store/}, one log
+ * per process, appended to across restarts with a header per start). Ready = the broker port accepts
+ * connections and the NameServer lists the broker at {@code 127.0.0.1:<port>}.
+ *
+ * <p>"The broker" is the broker process in SEPARATE mode and the whole process in STANDALONE mode:
+ * {@link #stopBroker()}, {@link #killBroker()} and {@link #startBroker()} act on it; in standalone
+ * mode the NameServer goes down and comes back with it (same ports).
+ */
+public final class BrokerDeployment implements AutoCloseable {
+    public enum Mode { STANDALONE, SEPARATE }
+
+    public static final String CLUSTER = "FerroCluster";
+    public static final String BROKER_NAME = "ferro-broker-a";
+    public static final Duration READY_TIMEOUT = Duration.ofSeconds(20);
+    public static final Duration ROUTE_TIMEOUT = Duration.ofSeconds(15);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(15);
+    /** Every deployment this JVM started, so a failed test can print their logs. */
+    static final List<BrokerDeployment> STARTED = new CopyOnWriteArrayList<>();
+
+    public final Mode mode;
+    private final String name;
+    private final Path dir;
+    private final int namesrvPort;
+    private final int brokerPort;
+    private final Child namesrv;
+    private final Child broker;
+    final long startedNanos = System.nanoTime();
+    private DefaultMQAdminExt admin;
+
+    private BrokerDeployment(Mode mode, String name, Path dir, int namesrvPort, int brokerPort, Child namesrv,
+                             Child broker) {
+        this.mode = mode;
+        this.name = name;
+        this.dir = dir;
+        this.namesrvPort = namesrvPort;
+        this.brokerPort = brokerPort;
+        this.namesrv = namesrv;
+        this.broker = broker;
+    }
+
+    /** Writes the configs, starts the process(es) and waits until the broker is listed. */
+    public static BrokerDeployment start(Mode mode, String name, Map<String, String> brokerOverrides) throws Exception {
+        Compat.init();
+        Path bin = Ferrocket.binary();
+        Path dir = TestDirs.fresh("broker-" + (mode == Mode.STANDALONE ? "standalone" : "separate") + "-" + name);
+        int namesrvPort = Ports.free();
+        int brokerPort = Ports.free();
+
+        Map<String, String> ns = new LinkedHashMap<>();
+        ns.put("listenPort", Integer.toString(namesrvPort));
+        ns.put("kvConfigPath", dir.resolve("kvConfig.json").toString());
+        Path nsConf = writeProperties(dir.resolve("namesrv.conf"), ns);
+
+        Map<String, String> b = new LinkedHashMap<>();
+        b.put("brokerClusterName", CLUSTER);
+        b.put("brokerName", BROKER_NAME);
+        b.put("brokerId", "0");
+        b.put("brokerIP1", "127.0.0.1");
+        b.put("listenPort", Integer.toString(brokerPort));
+        b.put("storePathRootDir", dir.resolve("store").toString());
+        b.put("mappedFileSizeCommitLog", Integer.toString(16 * 1024 * 1024));
+        b.put("flushDiskType", "ASYNC_FLUSH");
+        b.put("autoCreateTopicEnable", "true");
+        b.put("autoCreateSubscriptionGroup", "true");
+        b.put("defaultTopicQueueNums", "8");
+        b.putAll(brokerOverrides);
+        Path brokerConf = writeProperties(dir.resolve("broker.conf"), b);
+
+        Child namesrv = null;
+        Child broker;
+        if (mode == Mode.STANDALONE) {
+            broker = new Child("standalone", dir, dir.resolve("ferrocket-standalone.log"),
+                List.of(bin.toString(), "standalone", "-c", brokerConf.toString(), "--namesrv-config", nsConf.toString()));
+        } else {
+            namesrv = new Child("namesrv", dir, dir.resolve("ferrocket-namesrv.log"),
+                List.of(bin.toString(), "namesrv", "-c", nsConf.toString()));
+            broker = new Child("broker", dir, dir.resolve("ferrocket-broker.log"),
+                List.of(bin.toString(), "broker", "-n", "127.0.0.1:" + namesrvPort, "-c", brokerConf.toString()));
+        }
+        BrokerDeployment d = new BrokerDeployment(mode, name, dir, namesrvPort, brokerPort, namesrv, broker);
+        STARTED.add(d);
+        try {
+            if (namesrv != null) {
+                namesrv.start();
+                namesrv.awaitPort(namesrvPort, READY_TIMEOUT);
+            }
+            d.startBroker();
+            return d;
+        } catch (Throwable t) {
+            System.err.println("[compat] deployment " + d + " failed to start: " + t + "\n" + d.logTails(60));
+            d.close();
+            throw t;
+        }
+    }
+
+    private static Path writeProperties(Path file, Map<String, String> values) {
+        StringBuilder text = new StringBuilder("# written by the compat tests\n");
+        values.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        try {
+            return Files.writeString(file, text.toString(), StandardCharsets.ISO_8859_1);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write " + file, e);
+        }
+    }
+
+    public String namesrvAddr() {
+        return "127.0.0.1:" + namesrvPort;
+    }
+
+    public String brokerAddr() {
+        return "127.0.0.1:" + brokerPort;
+    }
+
+    public String brokerName() {
+        return BROKER_NAME;
+    }
+
+    public Path dir() {
+        return dir;
+    }
+
+    /** An admin client on this deployment's NameServer, created on first use, closed by {@link #close()}. */
+    public synchronized DefaultMQAdminExt admin() throws Exception {
+        if (admin == null) {
+            admin = Compat.admin(namesrvAddr());
+        }
+        return admin;
+    }
+
+    /** Starts the broker (standalone: the whole process) on its store and waits until it is listed. */
+    public void startBroker() throws Exception {
+        if (broker.isAlive()) {
+            throw new IllegalStateException(broker.label + " of " + this + " is already running");
+        }
+        broker.start();
+        if (mode == Mode.STANDALONE) {
+            broker.awaitPort(namesrvPort, READY_TIMEOUT);
+        }
+        broker.awaitPort(brokerPort, READY_TIMEOUT);
+        DefaultMQAdminExt a = admin();
+        Wait.until("the NameServer of " + this + " to list " + BROKER_NAME + " at " + brokerAddr(), READY_TIMEOUT,
+            () -> {
+                assertAlive();
+                Generation.BrokerView view = NamesrvQueries.cluster(a).brokers().get(BROKER_NAME);
+                return view != null && brokerAddr().equals(view.brokerAddrs().get(0L));
+            });
+    }
+
+    /** SIGTERM to the broker (standalone: the whole process); waits for it to exit and returns its exit code. */
+    public int stopBroker() throws InterruptedException {
+        return broker.terminate(STOP_TIMEOUT);
+    }
+
+    /** SIGKILL to the broker (standalone: the whole process), like a crash; waits until it is gone. */
+    public void killBroker() throws InterruptedException {
+        broker.kill();
+    }
+
+    /** Fails if a process that should run has died: a crash must not pass for a missing answer. */
+    public void assertAlive() {
+        for (Child c : children()) {
+            if (c.process != null && !c.process.isAlive()) {
+                throw new AssertionError(c.label + " of " + this + " died with exit code " + c.process.exitValue()
+                    + "\n" + c.logTail(60));
+            }
+        }
+    }
+
+    boolean isAlive() {
+        return children().stream().anyMatch(Child::isAlive);
+    }
+
+    private List<Child> children() {
+        List<Child> all = new ArrayList<>();
+        if (namesrv != null) {
+            all.add(namesrv);
+        }
+        all.add(broker);
+        return all;
+    }
+
+    /**
+     * Creates (or updates) a topic on the broker with the admin client (UPDATE_AND_CREATE_TOPIC, 17)
+     * and waits until the NameServer's route shows those queue numbers and perm.
+     */
+    public void createTopic(String topic, int readQueueNums, int writeQueueNums, int perm) throws Exception {
+        DefaultMQAdminExt a = admin();
+        a.createAndUpdateTopicConfig(brokerAddr(), new TopicConfig(topic, readQueueNums, writeQueueNums, perm));
+        awaitRoute(topic, readQueueNums, writeQueueNums, perm);
+    }
+
+    /** Waits until the route of {@code topic} has this broker's QueueData with these numbers and perm. */
+    public Generation.Route awaitRoute(String topic, int readQueueNums, int writeQueueNums, int perm) throws Exception {
+        DefaultMQAdminExt a = admin();
+        Generation.QueueView want = new Generation.QueueView(BROKER_NAME, readQueueNums, writeQueueNums, perm, 0);
+        return Wait.until("route of " + topic + " to show " + want, ROUTE_TIMEOUT,
+            () -> {
+                assertAlive();
+                return NamesrvQueries.routeOrNull(a, topic);
+            },
+            r -> r != null && want.equals(r.queueOf(BROKER_NAME)));
+    }
+
+    /** The last {@code lines} lines of every process log of this deployment. */
+    public String logTails(int lines) {
+        StringBuilder out = new StringBuilder();
+        for (Child c : children()) {
+            out.append(c.logTail(lines)).append('\n');
+        }
+        return out.toString();
+    }
+
+    /** Stops the admin client and SIGTERMs the processes (SIGKILL after 15 s). */
+    @Override
+    public void close() {
+        DefaultMQAdminExt a;
+        synchronized (this) {
+            a = admin;
+            admin = null;
+        }
+        if (a != null) {
+            Clients.shutdownInBackground("admin of " + name, a::shutdown);
+        }
+        // Broker first, so it can unregister from a NameServer that is still there.
+        List<Child> order = new ArrayList<>(children());
+        java.util.Collections.reverse(order);
+        for (Child c : order) {
+            try {
+                c.terminate(STOP_TIMEOUT);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                c.kill0();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ferrocket " + mode.name().toLowerCase() + " deployment '" + name + "' (namesrv " + namesrvAddr()
+            + ", broker " + brokerAddr() + ", " + dir + ")";
+    }
+
+    /** One ferrocket child process; its log is appended to across restarts. */
+    static final class Child {
+        final String label;
+        final Path workDir;
+        final Path log;
+        final List<String> command;
+        volatile Process process;
+        private int starts;
+
+        Child(String label, Path workDir, Path log, List<String> command) {
+            this.label = label;
+            this.workDir = workDir;
+            this.log = log;
+            this.command = command;
+        }
+
+        boolean isAlive() {
+            Process p = process;
+            return p != null && p.isAlive();
+        }
+
+        void start() throws IOException {
+            starts++;
+            Files.writeString(log, "==== [compat] start #" + starts + " at " + Instant.now() + ": "
+                    + String.join(" ", command) + "\n", StandardCharsets.UTF_8,
+                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            ProcessBuilder builder = new ProcessBuilder(command)
+                .directory(workDir.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+            if (System.getenv("RUST_LOG") == null) {
+                builder.environment().put("RUST_LOG", System.getProperty("ferrocket.rustLog", "info"));
+            }
+            process = builder.start();
+        }
+
+        void awaitPort(int port, Duration timeout) {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (System.nanoTime() - deadline < 0) {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("ferrocket " + label + " exited with code " + process.exitValue()
+                        + " before listening on port " + port + "\n" + logTail(60));
+                }
+                try (Socket socket = new Socket()) {
+                    socket.connect(new InetSocketAddress("127.0.0.1", port), 200);
+                    return;
+                } catch (IOException notYet) {
+                    Wait.sleep(50);
+                }
+            }
+            throw new IllegalStateException("ferrocket " + label + " did not accept connections on port " + port
+                + " within " + timeout.toSeconds() + " s\n" + logTail(60));
+        }
+
+        /** SIGTERM, then SIGKILL after {@code timeout}; returns the exit code (-1 if it had to be killed). */
+        int terminate(Duration timeout) throws InterruptedException {
+            Process p = process;
+            if (p == null) {
+                return -1;
+            }
+            if (!p.isAlive()) {
+                return p.exitValue();
+            }
+            p.destroy();
+            if (p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                return p.exitValue();
+            }
+            System.err.println("[compat] ferrocket " + label + " ignored SIGTERM for " + timeout.toSeconds()
+                + " s, killing it");
+            kill0();
+            return -1;
+        }
+
+        void kill() throws InterruptedException {
+            Process p = process;
+            if (p != null) {
+                p.destroyForcibly();
+                if (!p.waitFor(10, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("ferrocket " + label + " survived SIGKILL for 10 s");
+                }
+            }
+        }
+
+        void kill0() {
+            Process p = process;
+            if (p != null) {
+                p.destroyForcibly();
+            }
+        }
+
+        String logTail(int lines) {
+            List<String> all;
+            try {
+                all = Files.exists(log) ? Files.readAllLines(log, StandardCharsets.UTF_8) : List.of();
+            } catch (IOException e) {
+                return "(cannot read " + log + ": " + e + ")";
+            }
+            List<String> tail = new ArrayList<>(all.subList(Math.max(0, all.size() - lines), all.size()));
+            Process p = process;
+            String state = p == null ? "never started" : p.isAlive() ? "running" : "exited " + p.exitValue();
+            return "---- last " + tail.size() + " of " + all.size() + " lines of " + log + " (" + state + ") ----\n"
+                + String.join("\n", tail) + "\n---- end of ferrocket " + label + " log ----";
+        }
+    }
+}
