@@ -72,6 +72,8 @@ pub struct BrokerInner {
     pub hold: Arc<hold::PullHold>,
     pub locks: lock::RebalanceLockManager,
     pub schedule: schedule::ScheduleService,
+    /// Keys UPDATE_BROKER_CONFIG may change while running.
+    pub live: LiveConfig,
     /// `brokerIP1:listenPort`, written into every stored message and message id.
     pub store_host: SocketAddr,
     pub register_now: Notify,
@@ -109,6 +111,37 @@ impl BrokerInner {
                 warn!(group, client = ch.client_id, error = %e, "cannot notify consumer of membership change");
             }
         }
+    }
+}
+
+/// Broker settings that admin may change while the broker runs (UPDATE_BROKER_CONFIG).
+pub struct LiveConfig {
+    broker_permission: std::sync::atomic::AtomicI32,
+    auto_create_topic_enable: std::sync::atomic::AtomicBool,
+}
+
+impl LiveConfig {
+    fn new(c: &BrokerConfig) -> Self {
+        Self {
+            broker_permission: c.broker_permission.into(),
+            auto_create_topic_enable: c.auto_create_topic_enable.into(),
+        }
+    }
+
+    pub fn broker_permission(&self) -> i32 {
+        self.broker_permission.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn auto_create_topic_enable(&self) -> bool {
+        self.auto_create_topic_enable.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn set_broker_permission(&self, v: i32) {
+        self.broker_permission.store(v, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn set_auto_create_topic_enable(&self, v: bool) {
+        self.auto_create_topic_enable.store(v, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -155,6 +188,7 @@ impl Broker {
             TaskTracker::new(),
             CancellationToken::new(),
         );
+        let live = LiveConfig::new(&config);
         let inner = Arc::new(BrokerInner {
             config,
             store,
@@ -165,6 +199,7 @@ impl Broker {
             producers: client::ProducerManager::default(),
             hold,
             locks: lock::RebalanceLockManager::default(),
+            live,
             schedule,
             store_host,
             register_now: Notify::new(),

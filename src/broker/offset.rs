@@ -111,3 +111,11 @@ mod tests {
         assert_eq!(again.groups_of_topic("T"), vec!["G"]);
     }
 }
+
+impl ConsumerOffsetManager {
+    /// Topics `group` has offsets on (`whichTopicByConsumer`).
+    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
+        let suffix = format!("@{group}");
+        self.table().keys().filter_map(|k| k.strip_suffix(&suffix).map(str::to_owned)).collect()
+    }
+}

@@ -18,9 +18,10 @@ use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 pub async fn register_all(inner: &Arc<BrokerInner>) {
     let c = &inner.config;
     let (data_version, mut table) = inner.topics.snapshot();
-    if !perm::is_writeable(c.broker_permission) || !perm::is_readable(c.broker_permission) {
+    let broker_perm = inner.live.broker_permission();
+    if !perm::is_writeable(broker_perm) || !perm::is_readable(broker_perm) {
         for tc in table.values_mut() {
-            tc.perm &= c.broker_permission;
+            tc.perm &= broker_perm;
         }
     }
     let body = RegisterBrokerBody {

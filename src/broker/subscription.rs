@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ struct GroupsFile {
 
 pub struct SubscriptionGroupManager {
     path: PathBuf,
-    auto_create: bool,
+    auto_create: AtomicBool,
     state: RwLock<GroupsFile>,
 }
 
@@ -49,7 +50,7 @@ impl SubscriptionGroupManager {
         for g in PRESET_GROUPS {
             file.subscription_group_table.entry((*g).to_owned()).or_insert_with(|| SubscriptionGroupConfig::named(g));
         }
-        Ok(Self { path, auto_create: config.auto_create_subscription_group, state: RwLock::new(file) })
+        Ok(Self { path, auto_create: AtomicBool::new(config.auto_create_subscription_group), state: RwLock::new(file) })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, GroupsFile> {
@@ -74,13 +75,22 @@ impl SubscriptionGroupManager {
         if let Some(g) = self.get(group) {
             return Some((g, false));
         }
-        if !self.auto_create {
+        if !self.auto_create.load(Ordering::Acquire) {
             return None;
         }
         let g = SubscriptionGroupConfig::named(group);
         self.update(g.clone());
         info!(group, "subscription group auto-created");
         Some((g, true))
+    }
+
+    pub fn auto_create(&self) -> bool {
+        self.auto_create.load(Ordering::Acquire)
+    }
+
+    /// `autoCreateSubscriptionGroup`, changeable at run time.
+    pub fn set_auto_create(&self, on: bool) {
+        self.auto_create.store(on, Ordering::Release);
     }
 
     pub fn update(&self, g: SubscriptionGroupConfig) {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::send::validate_topic;
 use super::{fail, ok, BrokerError, Handled};
-use crate::broker::BrokerInner;
+use crate::broker::{BrokerConfig, BrokerInner};
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::{TopicConfig, TopicFilterType};
 use crate::protocol::body::register::TopicConfigSerializeWrapper;
@@ -159,8 +159,37 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
     Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
 
+/// Keys UPDATE_BROKER_CONFIG changes while running; others need a restart.
+const LIVE_KEYS: &[&str] = &["brokerPermission", "autoCreateTopicEnable", "autoCreateSubscriptionGroup"];
+
+pub fn update_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let pairs = crate::config::parse_properties(&req.body);
+    let mut next = b.config.clone();
+    for (key, value) in &pairs {
+        if !LIVE_KEYS.contains(&key.as_str()) {
+            let why = if BrokerConfig::KEYS.contains(&key.as_str()) {
+                "cannot be changed while the broker runs; edit broker.conf and restart"
+            } else {
+                "is not a broker config key"
+            };
+            return fail(ResponseCode::SYSTEM_ERROR, format!("config key '{key}' {why}"));
+        }
+        next.set(key, value).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    }
+    b.live.set_broker_permission(next.broker_permission);
+    b.live.set_auto_create_topic_enable(next.auto_create_topic_enable);
+    b.groups.set_auto_create(next.auto_create_subscription_group);
+    tracing::info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "broker config updated");
+    b.register_now.notify_one();
+    Ok(Some(ok(req)))
+}
+
 pub fn get_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
-    let text = crate::config::to_properties(&b.config.entries());
+    let mut config = b.config.clone();
+    config.broker_permission = b.live.broker_permission();
+    config.auto_create_topic_enable = b.live.auto_create_topic_enable();
+    config.auto_create_subscription_group = b.groups.auto_create();
+    let text = crate::config::to_properties(&config.entries());
     let mut resp = ok(req).with_body(text);
     resp.ext_fields.insert("version".into(), serde_json::to_string(&b.topics.data_version()).unwrap_or_default());
     Ok(Some(resp))

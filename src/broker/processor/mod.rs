@@ -6,6 +6,7 @@ mod pull;
 mod query;
 mod retry;
 mod send;
+mod stats;
 
 use std::sync::Arc;
 
@@ -91,8 +92,17 @@ impl BrokerProcessor {
             }
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::get_all_subscriptiongroup_config(b, req),
             RequestCode::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscriptiongroup(b, req).await,
+            RequestCode::GET_TOPIC_STATS_INFO => stats::get_topic_stats_info(b, req),
+            RequestCode::GET_CONSUME_STATS => stats::get_consume_stats(b, req),
+            RequestCode::GET_CONSUMER_CONNECTION_LIST => stats::get_consumer_connection_list(b, req),
+            RequestCode::GET_PRODUCER_CONNECTION_LIST => stats::get_producer_connection_list(b, req),
+            RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => stats::query_topic_consume_by_who(b, req),
+            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => stats::invoke_broker_to_reset_offset(b, req).await,
+            RequestCode::CLONE_GROUP_OFFSET => stats::clone_group_offset(b, req),
+            RequestCode::GET_CONSUMER_RUNNING_INFO => stats::get_consumer_running_info(b, req).await,
             RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
+            RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req),
             code => Ok(Some(RemotingCommand::error_response(
                 req,
                 ResponseCode::REQUEST_CODE_NOT_SUPPORTED,

@@ -106,7 +106,7 @@ fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageRe
 
 /// The checks before reading, in Java's order; returns the subscription to filter with.
 async fn check(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> Result<SubscriptionData, BrokerError> {
-    if !perm::is_readable(b.config.broker_permission) {
+    if !perm::is_readable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!("the broker[{}] pulling message is forbidden", b.config.broker_name),

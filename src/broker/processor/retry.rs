@@ -24,7 +24,7 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
     if created {
         b.persist_groups();
     }
-    if !perm::is_writeable(b.config.broker_permission) {
+    if !perm::is_writeable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!("the broker[{}] sending message is forbidden", b.config.broker_name),

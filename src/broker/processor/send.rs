@@ -113,7 +113,7 @@ async fn check_topic(
     h: &SendMessageRequestHeader,
     req: &RemotingCommand,
 ) -> Result<TopicConfig, BrokerError> {
-    if !perm::is_writeable(b.config.broker_permission) {
+    if !perm::is_writeable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!("the broker[{}] sending message is forbidden", b.config.broker_name),
@@ -128,7 +128,7 @@ async fn check_topic(
         None => {
             let created = if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
                 Some(b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE).0)
-            } else if b.config.auto_create_topic_enable {
+            } else if b.live.auto_create_topic_enable() {
                 let default = h.default_topic.as_deref().unwrap_or(DEFAULT_TOPIC);
                 b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums.unwrap_or(4), 0)
             } else {

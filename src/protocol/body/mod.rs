@@ -1,5 +1,6 @@
 //! JSON bodies, in the shapes fastjson 1.x writes and Java peers parse (spec §4.16).
 
+pub mod admin;
 pub mod client;
 pub mod json;
 pub mod message;

@@ -233,3 +233,50 @@ command_header! {
         max_reconsume_times: Option<i32> = "maxReconsumeTimes",
     }
 }
+
+command_header! {
+    /// GET_CONSUME_STATS (208).
+    pub struct GetConsumeStatsRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: Option<String> = "topic",
+        topic_list: Option<String> = "topicList",
+    }
+}
+
+command_header! {
+    /// GET_PRODUCER_CONNECTION_LIST (204).
+    pub struct ProducerGroupHeader {
+        producer_group: String = "producerGroup",
+    }
+}
+
+command_header! {
+    /// INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220).
+    pub struct ResetOffsetRequestHeader {
+        topic: String = "topic",
+        group: String = "group",
+        timestamp: i64 = "timestamp",
+        is_force: bool = "isForce",
+        queue_id: Option<i32> = "queueId",
+        offset: Option<i64> = "offset",
+    }
+}
+
+command_header! {
+    /// CLONE_GROUP_OFFSET (314).
+    pub struct CloneGroupOffsetRequestHeader {
+        src_group: String = "srcGroup",
+        dest_group: String = "destGroup",
+        topic: Option<String> = "topic",
+        offline: bool = "offline",
+    }
+}
+
+command_header! {
+    /// GET_CONSUMER_RUNNING_INFO (307).
+    pub struct GetConsumerRunningInfoRequestHeader {
+        consumer_group: String = "consumerGroup",
+        client_id: String = "clientId",
+        jstack_enable: bool = "jstackEnable",
+    }
+}

@@ -21,6 +21,7 @@ import org.apache.rocketmq.store.MessageExtBrokerInner;
 import org.apache.rocketmq.store.PutMessageResult;
 import org.apache.rocketmq.store.SelectMappedBufferResult;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
+import org.apache.rocketmq.store.schedule.ScheduleMessageService;
 import org.apache.rocketmq.store.stats.BrokerStatsManager;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -120,5 +121,11 @@ public final class ClientGeneration implements Generation {
     @Override
     public boolean storeSupportsMessageVersionV2() {
         return false;
+    }
+
+    @Override
+    public long deliverTimestamp(DefaultMessageStore store, int delayLevel, long storeTimestamp) {
+        ScheduleMessageService schedule = store.getScheduleMessageService();
+        return schedule.computeDeliverTimestamp(Math.min(delayLevel, schedule.getMaxDelayLevel()), storeTimestamp);
     }
 }

@@ -114,4 +114,9 @@ public final class ClientGeneration implements Generation {
     public boolean storeSupportsMessageVersionV2() {
         return true;
     }
+
+    @Override
+    public long deliverTimestamp(DefaultMessageStore store, int delayLevel, long storeTimestamp) {
+        return store.computeDeliverTimestamp(Math.min(delayLevel, store.getMaxDelayLevel()), storeTimestamp);
+    }
 }

@@ -79,6 +79,14 @@ public interface Generation {
     long[] consumeQueueUnit(DefaultMessageStore store, String topic, int queueId, long index);
 
     /**
+     * The tagsCode the Java store puts in a ConsumeQueue unit of SCHEDULE_TOPIC_XXXX for a message
+     * with {@code DELAY=delayLevel} (> 0) stored at {@code storeTimestamp}: the level clamped to the
+     * maximum, then {@code computeDeliverTimestamp} (the store's own in 5.x, its
+     * ScheduleMessageService's in 4.9): store time + the level's delay, + 1 s for an unknown level.
+     */
+    long deliverTimestamp(DefaultMessageStore store, int delayLevel, long storeTimestamp);
+
+    /**
      * Whether this release's store writes and reads MessageVersion V2 records (magic 0xDAA320AB,
      * 2-byte topic length) for topics longer than 127 characters: 5.x yes; 4.9 knows only V1 and
      * writes the length of such a topic as a wrapped-around byte.

@@ -173,7 +173,8 @@ class StoreInteropTest {
     @Test
     void ferrocketWrittenStoreIsReadQueriedAndExtendedByJava() throws Exception {
         Path dir = TestDirs.fresh("store-ferrocket-written");
-        List<Item> corpus = corpus(2, 600);
+        List<Item> corpus = new ArrayList<>(corpus(2, 600));
+        corpus.addAll(delayed());
         List<StoreMessage> input = flatten(corpus);
 
         long before = System.currentTimeMillis();
@@ -342,7 +343,7 @@ class StoreInteropTest {
                             + ", CRC32 of the body is " + UtilAll.crc32(m.getBody()));
                     }
                     long[] unit = gen.consumeQueueUnit(java.store(), t, q, m.getQueueOffset());
-                    long[] wantUnit = {m.getCommitLogOffset(), m.getStoreSize(), gen.tagsCode(e.tags())};
+                    long[] wantUnit = {m.getCommitLogOffset(), m.getStoreSize(), expectedTagsCode(java, e)};
                     if (unit == null || !Arrays.equals(unit, wantUnit)) {
                         problems.add("ConsumeQueue unit of " + e.id() + ": expected {commitLogOffset, size, tagsCode} = "
                             + Arrays.toString(wantUnit) + ", actual " + Arrays.toString(unit)
@@ -408,6 +409,18 @@ class StoreInteropTest {
         assertEquals(end, java.store().getMaxPhyOffset(),
             "Java getMaxPhyOffset = end of the last record (recovery kept every record and nothing else)");
         return end;
+    }
+
+    /**
+     * What the Java store's dispatch (CommitLog.checkMessageAndReturnSize) puts in a ConsumeQueue
+     * unit: the Java hash of TAGS, except in SCHEDULE_TOPIC_XXXX for DELAY > 0, the delivery time.
+     */
+    static long expectedTagsCode(JavaStore java, StoreMessage e) {
+        String delay = e.properties().get("DELAY");
+        if (SCHEDULE_TOPIC.equals(e.topic()) && delay != null && Integer.parseInt(delay) > 0) {
+            return Generation.current().deliverTimestamp(java.store(), Integer.parseInt(delay), e.storeTimestamp());
+        }
+        return Generation.current().tagsCode(e.tags());
     }
 
     /** ferrocket's first record after the Java store's end: at the end, or at the next segment if it did not fit. */
@@ -564,6 +577,27 @@ class StoreInteropTest {
 
     /** One putMessages / {"batch":[...]}: same topic, queue, sysFlag, born time and host. */
     record Batch(List<StoreMessage> messages) implements Item {
+    }
+
+    static final String SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX";
+
+    /**
+     * Delayed messages as the broker stores them (topic SCHEDULE_TOPIC_XXXX, queue = level - 1,
+     * DELAY, REAL_TOPIC, REAL_QID): their ConsumeQueue tagsCode is the delivery time. Levels 1, 3
+     * and 18 (the last), 25 (clamped to 18) and 0 (no delivery time: the TAGS hash stays).
+     */
+    static List<Item> delayed() {
+        List<Item> items = new ArrayList<>();
+        int[] levels = {1, 3, 18, 25, 0};
+        for (int i = 0; i < levels.length; i++) {
+            int level = levels[i];
+            int queueId = Math.max(0, Math.min(level, 18) - 1);
+            items.add(new Single(message(SCHEDULE_TOPIC, queueId, 5000 + i,
+                ("delayed " + level).getBytes(StandardCharsets.UTF_8),
+                props("TAGS", "TagA", "KEYS", "delayed-" + i, "UNIQ_KEY", MessageClientIDSetter.createUniqID(),
+                    "DELAY", Integer.toString(level), "REAL_TOPIC", ORDERS, "REAL_QID", "1"))));
+        }
+        return items;
     }
 
     static List<StoreMessage> flatten(List<Item> items) {

@@ -1,0 +1,30 @@
+package dev.ferrocket.compat;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+import org.apache.rocketmq.common.subscription.SubscriptionGroupConfig;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/** RocketMQ 4.9.8 side of {@link BrokerGenerationApi}. */
+public final class BrokerGeneration implements BrokerGenerationApi {
+
+    @Override
+    public void setBroadcasting(DefaultMQPushConsumer consumer) {
+        consumer.setMessageModel(MessageModel.BROADCASTING);
+    }
+
+    @Override
+    public void createTopic(DefaultMQAdminExt admin, String key, String topic, int queueNum) throws Exception {
+        admin.createTopic(key, topic, queueNum);
+    }
+
+    @Override
+    public void createSubscriptionGroup(DefaultMQAdminExt admin, String brokerAddr, String group, int retryQueueNums,
+        int retryMaxTimes) throws Exception {
+        SubscriptionGroupConfig config = new SubscriptionGroupConfig();
+        config.setGroupName(group);
+        config.setRetryQueueNums(retryQueueNums);
+        config.setRetryMaxTimes(retryMaxTimes);
+        admin.createAndUpdateSubscriptionGroupConfig(brokerAddr, config);
+    }
+}

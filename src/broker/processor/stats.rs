@@ -1,0 +1,190 @@
+//! Admin views of topics, groups and clients, and offset resets (`AdminBrokerProcessor`):
+//! GET_TOPIC_STATS_INFO (202), GET_CONSUME_STATS (208), GET_CONSUMER_CONNECTION_LIST (203),
+//! GET_PRODUCER_CONNECTION_LIST (204), QUERY_TOPIC_CONSUME_BY_WHO (300),
+//! INVOKE_BROKER_TO_RESET_OFFSET (222), CLONE_GROUP_OFFSET (314), GET_CONSUMER_RUNNING_INFO (307).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{fail, ok, Handled};
+use crate::broker::BrokerInner;
+use crate::protocol::body::admin::*;
+use crate::protocol::body::client::MessageQueue;
+use crate::protocol::header::broker::*;
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+fn mq(b: &BrokerInner, topic: &str, queue_id: i32) -> MessageQueue {
+    MessageQueue { broker_name: b.config.broker_name.clone(), queue_id, topic: topic.to_owned() }
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+pub fn get_topic_stats_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicHeader::decode(&req.ext_fields)?;
+    let Some(tc) = b.topics.get(&h.topic) else {
+        return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic));
+    };
+    let mut table = BTreeMap::new();
+    for q in 0..tc.write_queue_nums {
+        let max = b.store.max_offset_in_queue(&h.topic, q);
+        let last = if max > 0 { b.store.message_store_timestamp(&h.topic, q, max - 1).unwrap_or(0) } else { 0 };
+        let v = TopicOffset {
+            last_update_timestamp: last,
+            max_offset: max,
+            min_offset: b.store.min_offset_in_queue(&h.topic, q),
+        };
+        table.insert(mq(b, &h.topic, q), json(&v));
+    }
+    Ok(Some(ok(req).with_body(mq_keyed("offsetTable", &table, &[]))))
+}
+
+pub fn get_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = GetConsumeStatsRequestHeader::decode(&req.ext_fields)?;
+    let topics: BTreeSet<String> = match (&h.topic, &h.topic_list) {
+        (Some(t), _) => [t.clone()].into(),
+        (None, Some(list)) => list.split(';').filter(|t| !t.is_empty()).map(str::to_owned).collect(),
+        (None, None) => b.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
+    };
+    let mut table = BTreeMap::new();
+    for topic in &topics {
+        let Some(tc) = b.topics.get(topic) else { continue };
+        for q in 0..tc.read_queue_nums {
+            let broker_offset = b.store.max_offset_in_queue(topic, q);
+            let consumer_offset = b.offsets.query(&h.consumer_group, topic, q).max(0);
+            let last = if consumer_offset > 0 {
+                b.store.message_store_timestamp(topic, q, consumer_offset - 1).unwrap_or(0)
+            } else {
+                0
+            };
+            let v =
+                OffsetWrapper { broker_offset, consumer_offset, last_timestamp: last, pull_offset: consumer_offset };
+            table.insert(mq(b, topic, q), json(&v));
+        }
+    }
+    Ok(Some(ok(req).with_body(mq_keyed("offsetTable", &table, &[("consumeTps", "0.0".into())]))))
+}
+
+fn connections(channels: impl Iterator<Item = crate::broker::client::ClientChannel>) -> Vec<ConnectionInfo> {
+    channels
+        .map(|c| ConnectionInfo {
+            client_addr: c.conn.peer().to_string(),
+            client_id: c.client_id.clone(),
+            language: c.language.name().to_owned(),
+            version: c.version,
+        })
+        .collect()
+}
+
+pub fn get_consumer_connection_list(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = ConsumerGroupHeader::decode(&req.ext_fields)?;
+    let Some(info) = b.consumers.group(&h.consumer_group) else {
+        return fail(ResponseCode::CONSUMER_NOT_ONLINE, format!("the consumer group[{}] not online", h.consumer_group));
+    };
+    let body = ConsumerConnection {
+        connection_set: connections(info.channels.values().cloned()),
+        consume_from_where: info.consume_from_where.clone(),
+        consume_type: info.consume_type.clone(),
+        message_model: info.message_model.clone(),
+        subscription_table: info.subscriptions.clone(),
+    };
+    Ok(Some(ok(req).with_body(json(&body))))
+}
+
+pub fn get_producer_connection_list(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = ProducerGroupHeader::decode(&req.ext_fields)?;
+    let channels = b.producers.channels(&h.producer_group);
+    if channels.is_empty() {
+        return fail(ResponseCode::SYSTEM_ERROR, format!("the producer group[{}] not exist", h.producer_group));
+    }
+    Ok(Some(ok(req).with_body(json(&ProducerConnection { connection_set: connections(channels.into_iter()) }))))
+}
+
+pub fn query_topic_consume_by_who(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicHeader::decode(&req.ext_fields)?;
+    let mut groups: BTreeSet<String> = b.consumers.groups_subscribing(&h.topic).into_iter().collect();
+    groups.extend(b.offsets.groups_of_topic(&h.topic));
+    Ok(Some(ok(req).with_body(json(&GroupList { group_list: groups.into_iter().collect() }))))
+}
+
+/// Resets a group's offsets on a topic to the first message stored at or after `timestamp`
+/// (-1: the end), tells the online consumers (RESET_CONSUMER_CLIENT_OFFSET) and stores the new
+/// offsets. CONSUMER_NOT_ONLINE when nobody is connected, so mqadmin falls back to its own path.
+pub async fn invoke_broker_to_reset_offset(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = ResetOffsetRequestHeader::decode(&req.ext_fields)?;
+    let Some(tc) = b.topics.get(&h.topic) else {
+        return fail(ResponseCode::TOPIC_NOT_EXIST, format!("[reset-offset] topic[{}] not exist", h.topic));
+    };
+    let Some(info) = b.consumers.group(&h.group) else {
+        return fail(
+            ResponseCode::CONSUMER_NOT_ONLINE,
+            format!("Consumer not online, so can not reset offset, Group: {} Topic: {}", h.group, h.topic),
+        );
+    };
+    let mut table = BTreeMap::new();
+    for q in 0..tc.read_queue_nums {
+        if h.queue_id.is_some_and(|id| id >= 0 && id != q) {
+            continue;
+        }
+        let target = match (h.offset, h.timestamp) {
+            (Some(o), _) if o >= 0 => o,
+            (_, -1) => b.store.max_offset_in_queue(&h.topic, q),
+            (_, ts) => b.store.offset_in_queue_by_time(&h.topic, q, ts),
+        };
+        let current = b.offsets.query(&h.group, &h.topic, q);
+        if h.is_force || current < 0 || target < current {
+            b.offsets.commit(&h.group, &h.topic, q, target);
+        }
+        table.insert(mq(b, &h.topic, q), target.to_string());
+    }
+    let body = mq_keyed("offsetTable", &table, &[]);
+    for ch in info.channels.values() {
+        let mut notify = RemotingCommand::request(RequestCode::RESET_CONSUMER_CLIENT_OFFSET).with_body(body.clone());
+        h.encode(&mut notify.ext_fields);
+        let _ = ch.conn.invoke_oneway(notify).await;
+    }
+    Ok(Some(ok(req).with_body(body)))
+}
+
+pub fn clone_group_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = CloneGroupOffsetRequestHeader::decode(&req.ext_fields)?;
+    let topics: Vec<String> = match &h.topic {
+        Some(t) => vec![t.clone()],
+        None => b.offsets.topics_of_group(&h.src_group),
+    };
+    for topic in topics {
+        for (q, offset) in b.offsets.queue_offsets(&h.src_group, &topic) {
+            b.offsets.commit(&h.dest_group, &topic, q, offset);
+        }
+    }
+    Ok(Some(ok(req)))
+}
+
+/// Asks the client for its running info and relays the answer (Java waits 10 s).
+pub async fn get_consumer_running_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = GetConsumerRunningInfoRequestHeader::decode(&req.ext_fields)?;
+    let channel = b
+        .consumers
+        .group(&h.consumer_group)
+        .and_then(|i| i.channels.values().find(|c| c.client_id == h.client_id).cloned());
+    let Some(ch) = channel else {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!("The Consumer <{}> <{}> not online", h.consumer_group, h.client_id),
+        );
+    };
+    let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO);
+    h.encode(&mut ask.ext_fields);
+    match ch.conn.invoke(ask, Duration::from_secs(10)).await {
+        Ok(answer) => {
+            let mut resp = RemotingCommand::response_to(req, answer.response_code());
+            resp.remark = answer.remark;
+            resp.body = answer.body;
+            Ok(Some(resp))
+        }
+        Err(e) => fail(ResponseCode::CONSUME_MSG_TIMEOUT, format!("consumer running info request failed: {e}")),
+    }
+}
