@@ -87,6 +87,14 @@ impl ConsumerOffsetManager {
     }
 }
 
+impl ConsumerOffsetManager {
+    /// Topics `group` has offsets on (`whichTopicByConsumer`).
+    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
+        let suffix = format!("@{group}");
+        self.table().keys().filter_map(|k| k.strip_suffix(&suffix).map(str::to_owned)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,13 +117,5 @@ mod tests {
         let again = ConsumerOffsetManager::load(&config).unwrap();
         assert_eq!(again.query("G", "T", 2), 9);
         assert_eq!(again.groups_of_topic("T"), vec!["G"]);
-    }
-}
-
-impl ConsumerOffsetManager {
-    /// Topics `group` has offsets on (`whichTopicByConsumer`).
-    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
-        let suffix = format!("@{group}");
-        self.table().keys().filter_map(|k| k.strip_suffix(&suffix).map(str::to_owned)).collect()
     }
 }
