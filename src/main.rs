@@ -46,6 +46,14 @@ enum Command {
         #[arg(short = 'm', long = "print-important-config")]
         print_important: bool,
     },
+    /// Administers a cluster through its NameServer (like mqadmin).
+    Admin {
+        /// NameServer address, `host:port`.
+        #[arg(short = 'n', long = "namesrv-addr", default_value = "127.0.0.1:9876")]
+        namesrv_addr: String,
+        #[command(subcommand)]
+        command: ferrocket::tools::admin_cmd::AdminCommand,
+    },
     /// Inspects or fills a store directory (Java layout): `dump` prints every message as JSON
     /// lines, `load` appends JSON lines read from stdin.
     Store {
@@ -131,6 +139,12 @@ fn main() -> anyhow::Result<()> {
         .init();
     match cli.command {
         Command::Store { action } => store_tool(action),
+        Command::Admin { namesrv_addr, command } => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let out = runtime.block_on(ferrocket::tools::admin_cmd::run(&namesrv_addr, command))?;
+            print!("{out}");
+            Ok(())
+        }
         Command::Namesrv { config_file, print_config } => {
             let config = load_namesrv(config_file.as_deref())?;
             if print_config {

@@ -3,4 +3,6 @@
 //!
 //! May import: `crate::store`, `crate::model`.
 
+pub mod admin;
+pub mod admin_cmd;
 pub mod store;

@@ -173,8 +173,7 @@ class StoreInteropTest {
     @Test
     void ferrocketWrittenStoreIsReadQueriedAndExtendedByJava() throws Exception {
         Path dir = TestDirs.fresh("store-ferrocket-written");
-        List<Item> corpus = new ArrayList<>(corpus(2, 600));
-        corpus.addAll(delayed());
+        List<Item> corpus = corpus(2, 600);
         List<StoreMessage> input = flatten(corpus);
 
         long before = System.currentTimeMillis();
@@ -231,6 +230,17 @@ class StoreInteropTest {
         all.addAll(javaAppended);
         List<StoreMessage> dump = FerrocketStoreTool.dump(dir, SIZES);
         assertSameMessages("ferrocket store dump of " + dir + " after the Java store appended", all, dump, true);
+    }
+
+    @Test
+    void delayedMessagesCarryTheJavaDeliveryTimeInTheConsumeQueue() throws Exception {
+        Path dir = TestDirs.fresh("store-ferrocket-delayed");
+        List<Item> items = delayed();
+        List<StoreMessage> printed = FerrocketStoreTool.load(dir, SIZES, loadLines(items));
+        assertSameMessages("ferrocket store load output against its input", flatten(items), printed, false);
+        try (JavaStore java = JavaStore.open(dir, SIZES, FlushDiskType.ASYNC_FLUSH)) {
+            assertJavaReads(java, printed);
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
