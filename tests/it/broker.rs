@@ -12,18 +12,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::support::*;
 
-struct TestBroker {
-    addr: String,
+pub struct TestBroker {
+    pub addr: String,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
-    _ns: TestNamesrv,
+    pub ns: TestNamesrv,
 }
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
+pub async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
     let ns = TestNamesrv::start(|_| {}).await;
     let port = free_port();
     let mut config = BrokerConfig {
@@ -42,21 +42,21 @@ async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerConfi
     let broker = Broker::bind(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(broker.run(shutdown.clone()));
-    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, _ns: ns }
+    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns }
 }
 
 impl TestBroker {
-    async fn stop(self) {
+    pub async fn stop(self) {
         self.shutdown.cancel();
         tokio::time::timeout(Duration::from_secs(10), self.task).await.expect("broker did not stop").unwrap();
     }
 }
 
-async fn call(c: &Client, addr: &str, req: RemotingCommand) -> RemotingCommand {
+pub async fn call_addr(c: &Client, addr: &str, req: RemotingCommand) -> RemotingCommand {
     c.invoke(addr, req, Duration::from_secs(10)).await.unwrap()
 }
 
-fn send(topic: &str, queue: i32, body: &[u8], tags: &str) -> RemotingCommand {
+pub fn send(topic: &str, queue: i32, body: &[u8], tags: &str) -> RemotingCommand {
     let props = properties_to_string([("TAGS", tags), ("KEYS", "k1 k2"), ("WAIT", "true")]);
     request(
         RequestCode::SEND_MESSAGE_V2,
@@ -94,11 +94,11 @@ fn pull(topic: &str, queue: i32, offset: i64, sys_flag: i32, suspend_ms: i64) ->
 }
 
 /// The dispatcher runs behind the append: wait until `n` messages are in the queue.
-async fn wait_max_offset(c: &Client, addr: &str, topic: &str, queue: i32, n: i64) {
+pub async fn wait_max_offset(c: &Client, addr: &str, topic: &str, queue: i32, n: i64) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let max = request(RequestCode::GET_MAX_OFFSET, &[("topic", topic), ("queueId", &queue.to_string())]);
-        if call(c, addr, max).await.ext_fields["offset"] == n.to_string() {
+        if call_addr(c, addr, max).await.ext_fields["offset"] == n.to_string() {
             return;
         }
         assert!(Instant::now() < deadline, "{topic}/{queue} never reached {n} messages");
@@ -125,7 +125,7 @@ async fn send_then_pull_returns_the_stored_records() {
     let body = vec![b'x'; 1500];
     let mut ids = Vec::new();
     for i in 0..10 {
-        let r = call(&c, &b.addr, send("BT", 1, &body, if i % 2 == 0 { "A" } else { "B" })).await;
+        let r = call_addr(&c, &b.addr, send("BT", 1, &body, if i % 2 == 0 { "A" } else { "B" })).await;
         assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
         assert_eq!(r.ext_fields["queueId"], "1");
         assert_eq!(r.ext_fields["queueOffset"], i.to_string());
@@ -136,7 +136,7 @@ async fn send_then_pull_returns_the_stored_records() {
     }
     wait_max_offset(&c, &b.addr, "BT", 1, 10).await;
     // 4 = SUBSCRIPTION bit: no heartbeat needed. 15 KB of records go out by writev, uncopied.
-    let r = call(&c, &b.addr, pull("BT", 1, 0, 4, 0)).await;
+    let r = call_addr(&c, &b.addr, pull("BT", 1, 0, 4, 0)).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     assert_eq!(r.ext_fields["nextBeginOffset"], "10");
     assert_eq!(r.ext_fields["maxOffset"], "10");
@@ -148,12 +148,12 @@ async fn send_then_pull_returns_the_stored_records() {
 
     let mut tagged = pull("BT", 1, 0, 4, 0);
     tagged.ext_fields.insert("subscription".into(), "B".into());
-    let r = call(&c, &b.addr, tagged).await;
+    let r = call_addr(&c, &b.addr, tagged).await;
     assert_eq!(records(&r.body).len(), 5, "tag filter");
 
-    let r = call(&c, &b.addr, pull("BT", 1, 10, 4, 0)).await;
+    let r = call_addr(&c, &b.addr, pull("BT", 1, 10, 4, 0)).await;
     assert_eq!(r.response_code(), ResponseCode::PULL_NOT_FOUND);
-    let r = call(&c, &b.addr, pull("BT", 1, 99, 4, 0)).await;
+    let r = call_addr(&c, &b.addr, pull("BT", 1, 99, 4, 0)).await;
     assert_eq!((r.response_code(), r.ext_fields["nextBeginOffset"].as_str()), (ResponseCode::PULL_OFFSET_MOVED, "10"));
 
     let batch = encode_batch(&[
@@ -162,7 +162,7 @@ async fn send_then_pull_returns_the_stored_records() {
     ]);
     let mut req = send("BT", 2, &[], "A").with_body(batch);
     req.code = RequestCode::SEND_BATCH_MESSAGE.0;
-    let r = call(&c, &b.addr, req).await;
+    let r = call_addr(&c, &b.addr, req).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     assert_eq!(r.ext_fields["msgId"].split(',').count(), 2);
     b.stop().await;
@@ -173,11 +173,11 @@ async fn long_polling_answers_on_arrival_or_at_the_suspend_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let b = start_broker(dir.path(), |_| {}).await;
     let c = client();
-    call(&c, &b.addr, send("LP", 0, b"first", "A")).await;
+    call_addr(&c, &b.addr, send("LP", 0, b"first", "A")).await;
     wait_max_offset(&c, &b.addr, "LP", 0, 1).await;
     // 2 | 4 = SUSPEND | SUBSCRIPTION.
     let started = Instant::now();
-    let r = call(&c, &b.addr, pull("LP", 0, 1, 6, 400)).await;
+    let r = call_addr(&c, &b.addr, pull("LP", 0, 1, 6, 400)).await;
     assert_eq!(r.response_code(), ResponseCode::PULL_NOT_FOUND);
     assert!(
         started.elapsed() >= Duration::from_millis(350),
@@ -189,11 +189,11 @@ async fn long_polling_answers_on_arrival_or_at_the_suspend_timeout() {
     let addr = b.addr.clone();
     let waiting = tokio::spawn(async move {
         let started = Instant::now();
-        let r = call(&c2, &addr, pull("LP", 0, 1, 6, 10_000)).await;
+        let r = call_addr(&c2, &addr, pull("LP", 0, 1, 6, 10_000)).await;
         (r, started.elapsed())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    call(&c, &b.addr, send("LP", 0, b"second", "A")).await;
+    call_addr(&c, &b.addr, send("LP", 0, b"second", "A")).await;
     let (r, waited) = waiting.await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SUCCESS);
     assert_eq!(&records(&r.body)[0].body[..], b"second");
@@ -208,13 +208,13 @@ async fn bad_requests_get_codes_and_nothing_is_written() {
     let c = client();
     let mut req = send("BAD", 0, b"x", "A");
     req.ext_fields.remove("b");
-    let r = call(&c, &b.addr, req).await;
+    let r = call_addr(&c, &b.addr, req).await;
     assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
     assert!(r.remark.unwrap().contains("<b>"), "remark names the missing field");
 
     let mut req = pull("BT", 0, 0, 4, 0);
     req.ext_fields.insert("queueOffset".into(), "zero".into());
-    let r = call(&c, &b.addr, req).await;
+    let r = call_addr(&c, &b.addr, req).await;
     assert!(r.remark.unwrap().contains("queueOffset"));
 
     let create = request(
@@ -228,24 +228,24 @@ async fn bad_requests_get_codes_and_nothing_is_written() {
             ("order", "false"),
         ],
     );
-    assert_eq!(call(&c, &b.addr, create).await.response_code(), ResponseCode::SUCCESS);
-    let r = call(&c, &b.addr, send("RO", 0, b"x", "A")).await;
+    assert_eq!(call_addr(&c, &b.addr, create).await.response_code(), ResponseCode::SUCCESS);
+    let r = call_addr(&c, &b.addr, send("RO", 0, b"x", "A")).await;
     assert_eq!(r.response_code(), ResponseCode::NO_PERMISSION);
     let max = request(RequestCode::GET_MAX_OFFSET, &[("topic", "RO"), ("queueId", "0")]);
-    assert_eq!(call(&c, &b.addr, max).await.ext_fields["offset"], "0", "rejected send was stored");
+    assert_eq!(call_addr(&c, &b.addr, max).await.ext_fields["offset"], "0", "rejected send was stored");
 
     assert_eq!(
-        call(&c, &b.addr, send("SCHEDULE_TOPIC_XXXX", 0, b"x", "A")).await.response_code(),
+        call_addr(&c, &b.addr, send("SCHEDULE_TOPIC_XXXX", 0, b"x", "A")).await.response_code(),
         ResponseCode::NO_PERMISSION
     );
-    let r = call(&c, &b.addr, send("bad topic!", 0, b"x", "A")).await;
+    let r = call_addr(&c, &b.addr, send("bad topic!", 0, b"x", "A")).await;
     assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER);
-    let r = call(&c, &b.addr, send("RO2", 99, b"x", "A")).await;
+    let r = call_addr(&c, &b.addr, send("RO2", 99, b"x", "A")).await;
     assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER, "{:?}", r.remark);
-    let r = call(&c, &b.addr, request(RequestCode(7777), &[])).await;
+    let r = call_addr(&c, &b.addr, request(RequestCode(7777), &[])).await;
     assert_eq!(r.remark.as_deref(), Some(" request type 7777 not supported"));
     let big = send("BIG", 0, &vec![0u8; 4 * 1024 * 1024 + 1], "A");
-    assert_eq!(call(&c, &b.addr, big).await.response_code(), ResponseCode::MESSAGE_ILLEGAL);
+    assert_eq!(call_addr(&c, &b.addr, big).await.response_code(), ResponseCode::MESSAGE_ILLEGAL);
     b.stop().await;
 }
 
@@ -255,7 +255,7 @@ async fn offsets_groups_and_topics_survive_a_restart() {
     let c = client();
     {
         let b = start_broker(dir.path(), |_| {}).await;
-        call(&c, &b.addr, send("RS", 0, b"m", "A")).await;
+        call_addr(&c, &b.addr, send("RS", 0, b"m", "A")).await;
         wait_max_offset(&c, &b.addr, "RS", 0, 1).await;
         let hb = serde_json::json!({
             "clientID": "127.0.0.1@1#1",
@@ -265,39 +265,41 @@ async fn offsets_groups_and_topics_survive_a_restart() {
             "heartbeatFingerprint": 7, "withoutSub": false
         });
         let r =
-            call(&c, &b.addr, request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap())).await;
+            call_addr(&c, &b.addr, request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap()))
+                .await;
         assert_eq!(r.ext_fields.get("IS_SUPPORT_HEART_BEAT_V2").map(String::as_str), Some("true"));
         let list =
-            call(&c, &b.addr, request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &[("consumerGroup", "CG")])).await;
+            call_addr(&c, &b.addr, request(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &[("consumerGroup", "CG")])).await;
         assert_eq!(String::from_utf8_lossy(&list.body), r#"{"consumerIdList":["127.0.0.1@1#1"]}"#);
         let q =
             request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "CG"), ("topic", "RS"), ("queueId", "0")]);
         assert_eq!(
-            call(&c, &b.addr, q.clone()).await.ext_fields["offset"],
+            call_addr(&c, &b.addr, q.clone()).await.ext_fields["offset"],
             "0",
             "new group on a young queue starts at 0"
         );
         let q3 =
             request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "CG"), ("topic", "RS"), ("queueId", "3")]);
-        assert_eq!(call(&c, &b.addr, q3).await.response_code(), ResponseCode::QUERY_NOT_FOUND, "empty queue");
+        assert_eq!(call_addr(&c, &b.addr, q3).await.response_code(), ResponseCode::QUERY_NOT_FOUND, "empty queue");
         // A pull relying on the heartbeat's subscription, committing offset 1.
         let mut p = pull("RS", 0, 0, 1 | 2, 0);
         p.ext_fields.insert("commitOffset".into(), "1".into());
         p.ext_fields.insert("subVersion".into(), "5".into());
         p.ext_fields.remove("subscription");
-        assert_eq!(call(&c, &b.addr, p.clone()).await.response_code(), ResponseCode::SUCCESS);
+        assert_eq!(call_addr(&c, &b.addr, p.clone()).await.response_code(), ResponseCode::SUCCESS);
         p.ext_fields.insert("subVersion".into(), "6".into());
-        assert_eq!(call(&c, &b.addr, p).await.response_code(), ResponseCode::SUBSCRIPTION_NOT_LATEST);
+        assert_eq!(call_addr(&c, &b.addr, p).await.response_code(), ResponseCode::SUBSCRIPTION_NOT_LATEST);
         let v2 = serde_json::json!({"clientID": "127.0.0.1@1#1", "consumerDataSet": [{"groupName":"CG","subscriptionDataSet":[]}], "heartbeatFingerprint": 7, "withoutSub": true});
         let r =
-            call(&c, &b.addr, request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&v2).unwrap())).await;
+            call_addr(&c, &b.addr, request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&v2).unwrap()))
+                .await;
         assert_eq!(r.ext_fields["IS_SUB_CHANGE"], "false", "same fingerprint, known channel");
         b.stop().await;
     }
     let b = start_broker(dir.path(), |_| {}).await;
     let q = request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "CG"), ("topic", "RS"), ("queueId", "0")]);
-    assert_eq!(call(&c, &b.addr, q).await.ext_fields["offset"], "1", "committed offset lost in restart");
-    let all = call(&c, &b.addr, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
+    assert_eq!(call_addr(&c, &b.addr, q).await.ext_fields["offset"], "1", "committed offset lost in restart");
+    let all = call_addr(&c, &b.addr, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
     assert!(String::from_utf8_lossy(&all.body).contains("\"RS\""), "topic lost in restart");
     assert!(dir.path().join("config").join("subscriptionGroup.json").exists());
     b.stop().await;
@@ -312,17 +314,17 @@ async fn delay_levels_and_send_back_to_retry_and_dlq() {
     let props = properties_to_string([("TAGS", "A"), ("DELAY", "1"), ("WAIT", "true")]);
     delayed.ext_fields.insert("i".into(), props);
     let sent_at = Instant::now();
-    assert_eq!(call(&c, &b.addr, delayed).await.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(call_addr(&c, &b.addr, delayed).await.response_code(), ResponseCode::SUCCESS);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let max = || request(RequestCode::GET_MAX_OFFSET, &[("topic", "DL"), ("queueId", "0")]);
-    assert_eq!(call(&c, &b.addr, max()).await.ext_fields["offset"], "0", "delivered before its delay");
+    assert_eq!(call_addr(&c, &b.addr, max()).await.ext_fields["offset"], "0", "delivered before its delay");
     wait_max_offset(&c, &b.addr, "DL", 0, 1).await;
     let waited = sent_at.elapsed();
     assert!(
         waited >= Duration::from_millis(900) && waited < Duration::from_millis(2500),
         "level 1 (1 s) delivered after {waited:?}"
     );
-    let r = call(&c, &b.addr, pull("DL", 0, 0, 4, 0)).await;
+    let r = call_addr(&c, &b.addr, pull("DL", 0, 0, 4, 0)).await;
     let m = &records(&r.body)[0];
     assert_eq!(&m.body[..], b"later");
     assert!(!m.properties.contains("DELAY\u{1}"), "DELAY kept after delivery");
@@ -334,16 +336,19 @@ async fn delay_levels_and_send_back_to_retry_and_dlq() {
             &[("offset", &offset.to_string()), ("group", "CG"), ("delayLevel", level), ("maxReconsumeTimes", "16")],
         )
     };
-    assert_eq!(call(&c, &b.addr, back(m.commit_log_offset, "1")).await.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(call_addr(&c, &b.addr, back(m.commit_log_offset, "1")).await.response_code(), ResponseCode::SUCCESS);
     wait_max_offset(&c, &b.addr, "%RETRY%CG", 0, 1).await;
-    let r = call(&c, &b.addr, pull("%RETRY%CG", 0, 0, 4, 0)).await;
+    let r = call_addr(&c, &b.addr, pull("%RETRY%CG", 0, 0, 4, 0)).await;
     let retried = &records(&r.body)[0];
     assert_eq!(retried.reconsume_times, 1);
     assert!(retried.properties.contains("RETRY_TOPIC\u{1}DL"));
     // ...and level -1 straight to %DLQ%CG.
-    assert_eq!(call(&c, &b.addr, back(retried.commit_log_offset, "-1")).await.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(
+        call_addr(&c, &b.addr, back(retried.commit_log_offset, "-1")).await.response_code(),
+        ResponseCode::SUCCESS
+    );
     wait_max_offset(&c, &b.addr, "%DLQ%CG", 0, 1).await;
     let missing = back(1 << 40, "0");
-    assert_eq!(call(&c, &b.addr, missing).await.response_code(), ResponseCode::SYSTEM_ERROR);
+    assert_eq!(call_addr(&c, &b.addr, missing).await.response_code(), ResponseCode::SYSTEM_ERROR);
     b.stop().await;
 }
