@@ -34,14 +34,13 @@ pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 
 /// `computeDeliverTimestamp`: store time plus the delay of the message's level (clamped to the
-/// last level; an unknown level waits one second).
+/// last level); `None` for levels below 1.
 fn deliver_time(inner: &Inner, d: &DispatchRequest) -> Option<i64> {
     let level: i64 = message::property_value(&d.properties, message::property::DELAY)?.parse().ok()?;
+    // Level 0 or below is no delay: the tag code stays the tag hash, as in Java.
+    let level = usize::try_from(level).ok().filter(|l| *l >= 1)?;
     let levels = &inner.config.delay_level_millis;
-    let delay = match usize::try_from(level).ok().filter(|l| *l >= 1) {
-        Some(l) => l.min(levels.len()).checked_sub(1).and_then(|i| levels.get(i)).copied().unwrap_or(1000),
-        None => 1000,
-    };
+    let delay = level.min(levels.len()).checked_sub(1).and_then(|i| levels.get(i)).copied().unwrap_or(1000);
     Some(d.store_timestamp + delay)
 }
 

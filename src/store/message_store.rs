@@ -375,10 +375,20 @@ fn take_lock(config: &StoreConfig) -> Result<File, StoreError> {
         .truncate(false)
         .open(&path)
         .map_err(StoreError::io(format!("open {}", path.display())))?;
+    // flock keeps out other opens of this process and other ferrocket processes; a POSIX
+    // (fcntl) lock is what the Java broker takes (`FileChannel.tryLock`), and flock and fcntl
+    // locks do not see each other on Linux, so take both.
     match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked(config.store_path_root_dir.clone())),
+        Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io(format!("lock {}", path.display()))(e)),
+    }
+    match rustix::fs::fcntl_lock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Locked(config.store_path_root_dir.clone())),
-        Err(std::fs::TryLockError::Error(e)) => Err(StoreError::io(format!("lock {}", path.display()))(e)),
+        Err(e) if e == rustix::io::Errno::AGAIN || e == rustix::io::Errno::ACCESS => {
+            Err(StoreError::Locked(config.store_path_root_dir.clone()))
+        }
+        Err(e) => Err(StoreError::io(format!("lock {}", path.display()))(e.into())),
     }
 }
 

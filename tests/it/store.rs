@@ -326,3 +326,19 @@ async fn record_cut_mid_way_is_dropped_with_its_queue_and_index_entries() {
     assert_eq!(all[19], "again");
     store.shutdown().unwrap();
 }
+
+#[tokio::test]
+async fn reopening_does_not_index_the_last_message_again() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush)).unwrap();
+        if round == 0 {
+            for i in 0..2 {
+                store.put_messages(&[msg("T", 0, &format!("m{i}"), "A", "dup-key")], true).await;
+            }
+        }
+        wait_dispatched(&store).await;
+        assert_eq!(store.query_message("T", "dup-key", 32, 0, i64::MAX).messages.len(), 2, "open #{round}");
+        store.shutdown().unwrap();
+    }
+}

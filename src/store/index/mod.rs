@@ -129,7 +129,7 @@ impl IndexService {
 
     /// `buildIndex`: indexes `topic#UNIQ_KEY`, then `topic#k` for each key of KEYS. Skips
     /// everything when `messageIndexEnable` is off, ROLLBACK records, and records below the
-    /// newest file's endPhyOffset (already indexed: recovery re-dispatches). Like Java, it first
+    /// newest file's endPhyOffset, and the record at it (already indexed: recovery re-dispatches). Like Java, it first
     /// makes sure a writable file exists, even for a record with no keys.
     pub fn build_index(&self, req: &DispatchRequest) -> Result<(), StoreError> {
         if !self.enabled {
@@ -137,7 +137,15 @@ impl IndexService {
         }
         let _writer = lock(&self.writer);
         let mut file = self.writable_file()?;
-        if req.commit_log_offset < read(&file).end_phy_offset()
+        // Java skips only offsets below endPhyOffset; the record at it is the last one indexed
+        // too (unless the file is still empty), and re-dispatching it (every restart
+        // re-dispatches from the checkpoint) must not add its keys again.
+        let (end, fresh) = {
+            let f = read(&file);
+            (f.end_phy_offset(), f.index_count() <= 1 && f.end_phy_offset() == 0)
+        };
+        if req.commit_log_offset < end
+            || (req.commit_log_offset == end && !fresh)
             || sys_flag::transaction_type(req.sys_flag) == sys_flag::TRANSACTION_ROLLBACK
         {
             return Ok(());
