@@ -44,9 +44,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * The store directory is shared with the Java broker (issue "Store ... byte-compatible with the Java
  * broker", item 7): a directory written by the official {@code DefaultMessageStore} is read by
  * {@code ferrocket store dump}, and one written by {@code ferrocket store load} is opened, read,
- * queried by key and appended to by the Java store. Small files make every kind of file roll:
- * several CommitLog segments (with END_OF_FILE blanks), several ConsumeQueue files for one queue,
- * several IndexFiles.
+ * queried by key and appended to by the Java store; ferrocket appends to a Java-written store and
+ * the Java store reads it all back; delayed messages carry the Java delivery time in their
+ * ConsumeQueue units; each store refuses a directory the other holds (lock file). Small files make
+ * every kind of file roll: several CommitLog segments (with END_OF_FILE blanks), several
+ * ConsumeQueue files for one queue, several IndexFiles. See "Store interoperability" in the README.
  */
 @ExtendWith(DumpLogsOnFailure.class)
 class StoreInteropTest {
