@@ -10,6 +10,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod ha;
 pub mod model;
 pub mod namesrv;
 pub mod persist;

@@ -24,6 +24,12 @@ config_struct! {
         broker_ip1: String = default_ip() => "brokerIP1",
         broker_ip2: String = String::new() => "brokerIP2",
         ha_listen_port: u16 = 0 => "haListenPort",
+        ha_master_address: String = String::new() => "haMasterAddress",
+        slave_timeout: u64 = 3000 => "slaveTimeout",
+        ha_max_gap_not_in_sync: u64 = 256 * 1024 * 1024 => "haMaxGapNotInSync",
+        total_replicas: u32 = 1 => "totalReplicas",
+        in_sync_replicas: u32 = 1 => "inSyncReplicas",
+        min_in_sync_replicas: u32 = 1 => "minInSyncReplicas",
         rocketmq_home: String = std::env::var("ROCKETMQ_HOME").unwrap_or_default() => "rocketmqHome",
         region_id: String = "DefaultRegion".into() => "regionId",
         trace_on: bool = true => "traceOn",
@@ -173,9 +179,6 @@ impl BrokerConfig {
         if !matches!(self.flush_disk_type.as_str(), "ASYNC_FLUSH" | "SYNC_FLUSH") {
             return refuse("flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH");
         }
-        if self.broker_id != 0 {
-            return refuse("brokerId", "a master has brokerId 0; slaves are not implemented yet");
-        }
         let unsupported = [
             ("enableDLegerCommitLog", self.enable_dleger_commit_log),
             ("enableControllerMode", self.enable_controller_mode),
@@ -229,6 +232,23 @@ impl BrokerConfig {
             return Err("at least one delay level is needed".into());
         }
         Ok(levels)
+    }
+
+    pub fn is_slave(&self) -> bool {
+        self.broker_role == "SLAVE"
+    }
+
+    /// Slaves a SYNC_MASTER put waits for: 1 as in 4.x, or `inSyncReplicas - 1` when the 5.x
+    /// replica keys are set; 0 for other roles.
+    pub fn replicas_to_wait_for(&self) -> usize {
+        if self.broker_role != "SYNC_MASTER" {
+            return 0;
+        }
+        if self.in_sync_replicas > 1 || self.total_replicas > 1 {
+            (self.in_sync_replicas.max(self.min_in_sync_replicas).max(1) - 1) as usize
+        } else {
+            1
+        }
     }
 
     /// The NameServers to register with.

@@ -20,6 +20,7 @@ pub mod offset;
 pub mod processor;
 pub mod register;
 pub mod schedule;
+pub mod slave_sync;
 pub mod subscription;
 pub mod topic;
 
@@ -74,6 +75,12 @@ pub struct BrokerInner {
     pub schedule: schedule::ScheduleService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
     pub live: LiveConfig,
+    /// Master roles: streams the CommitLog to slaves.
+    pub ha_service: Option<Arc<crate::ha::HaService>>,
+    /// Slave role: replicates from the master.
+    pub ha_client: Option<Arc<crate::ha::HaClient>>,
+    /// Slave role: the master's broker address (from registration), for metadata sync.
+    pub master_addr: std::sync::Mutex<Option<String>>,
     /// `brokerIP1:listenPort`, written into every stored message and message id.
     pub store_host: SocketAddr,
     pub register_now: Notify,
@@ -148,6 +155,7 @@ impl LiveConfig {
 /// A bound broker, not yet serving.
 pub struct Broker {
     server: RemotingServer,
+    ha_listener: Option<tokio::net::TcpListener>,
     inner: Arc<BrokerInner>,
 }
 
@@ -182,6 +190,17 @@ impl Broker {
         };
         let server =
             RemotingServer::bind(&addr, server_config).await.map_err(|source| StartError::Bind { addr, source })?;
+        let (ha_service, ha_client, ha_listener) = if config.is_slave() {
+            let master = (!config.ha_master_address.is_empty()).then(|| config.ha_master_address.clone());
+            (None, Some(crate::ha::HaClient::new(store.clone(), master)), None)
+        } else {
+            let ha_port = config.ha_server_addr().rsplit(':').next().unwrap_or("0").to_owned();
+            let ha_addr = format!("{}:{ha_port}", config.bind_address);
+            let listener = tokio::net::TcpListener::bind(&ha_addr)
+                .await
+                .map_err(|source| StartError::Bind { addr: ha_addr, source })?;
+            (Some(crate::ha::HaService::new(store.clone(), config.ha_max_gap_not_in_sync)), None, Some(listener))
+        };
         let outbound = RemotingClient::new(
             Arc::new(NoCallbacks),
             FrameLimits::default(),
@@ -200,13 +219,16 @@ impl Broker {
             hold,
             locks: lock::RebalanceLockManager::default(),
             live,
+            ha_service,
+            ha_client,
+            master_addr: std::sync::Mutex::new(None),
             schedule,
             store_host,
             register_now: Notify::new(),
             outbound,
             send_permits: Semaphore::new(1024),
         });
-        Ok(Self { server, inner })
+        Ok(Self { server, ha_listener, inner })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -234,7 +256,15 @@ impl Broker {
         }
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
-        tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
+        if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
+            tracker.spawn(ha.serve(listener, shutdown.clone(), tracker.clone()));
+        }
+        if let Some(client) = inner.ha_client.clone() {
+            tracker.spawn(client.run(shutdown.clone()));
+            tracker.spawn(slave_sync::run(inner.clone(), shutdown.clone()));
+        } else {
+            tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
+        }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         self.server.serve(processor, shutdown.clone(), tracker.clone()).await;
         register::unregister_all(&inner).await;

@@ -88,6 +88,24 @@ impl ConsumerOffsetManager {
 }
 
 impl ConsumerOffsetManager {
+    /// The whole table as `consumerOffset.json` text (GET_ALL_CONSUMER_OFFSET).
+    pub fn to_json(&self) -> Vec<u8> {
+        let file = OffsetsFile { offset_table: self.table().clone(), data_version: DataVersion::default() };
+        serde_json::to_vec(&file).unwrap_or_default()
+    }
+
+    /// Slave: merges the master's offsets over its own.
+    pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
+        let file: OffsetsFile =
+            crate::protocol::body::json::from_slice(body).map_err(|e| format!("consumer offsets: {e}"))?;
+        let mut table = self.table();
+        for (k, queues) in file.offset_table {
+            table.entry(k).or_default().extend(queues);
+        }
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
     /// Topics `group` has offsets on (`whichTopicByConsumer`).
     pub fn topics_of_group(&self, group: &str) -> Vec<String> {
         let suffix = format!("@{group}");

@@ -47,7 +47,10 @@ pub async fn register_all(inner: &Arc<BrokerInner>) {
         let inner = inner.clone();
         async move {
             match inner.outbound.invoke(&addr, req, timeout).await {
-                Ok(r) if r.response_code() == ResponseCode::SUCCESS => debug!(namesrv = addr, "registered"),
+                Ok(r) if r.response_code() == ResponseCode::SUCCESS => {
+                    debug!(namesrv = addr, "registered");
+                    learn_master(&inner, &r);
+                }
                 Ok(r) => warn!(
                     namesrv = addr,
                     code = r.code,
@@ -59,6 +62,19 @@ pub async fn register_all(inner: &Arc<BrokerInner>) {
         }
     });
     futures_util::future::join_all(calls).await;
+}
+
+/// A slave learns its master's broker and HA addresses from registration answers.
+fn learn_master(inner: &BrokerInner, resp: &RemotingCommand) {
+    let Some(client) = &inner.ha_client else { return };
+    if let Some(ha) = resp.ext_fields.get("haServerAddr").filter(|a| !a.is_empty()) {
+        if inner.config.ha_master_address.is_empty() {
+            client.update_master(ha);
+        }
+    }
+    if let Some(master) = resp.ext_fields.get("masterAddr").filter(|a| !a.is_empty()) {
+        *inner.master_addr.lock().unwrap_or_else(|e| e.into_inner()) = Some(master.clone());
+    }
 }
 
 /// Runs until `shutdown`: registers at start, periodically, and when asked to.

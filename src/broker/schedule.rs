@@ -80,6 +80,20 @@ impl ScheduleService {
         self.offsets.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// `delayOffset.json` text (GET_ALL_DELAY_OFFSET).
+    pub fn to_json(&self) -> Vec<u8> {
+        let file = DelayOffsetsFile { offset_table: self.offsets(), data_version: DataVersion::default() };
+        serde_json::to_vec(&file).unwrap_or_default()
+    }
+
+    /// Slave: takes the master's delay offsets.
+    pub fn replace_json(&self, body: &[u8]) -> Result<(), String> {
+        let file: DelayOffsetsFile =
+            crate::protocol::body::json::from_slice(body).map_err(|e| format!("delay offsets: {e}"))?;
+        *self.offsets.lock().unwrap_or_else(|e| e.into_inner()) = file.offset_table;
+        self.persist().map_err(|e| e.to_string())
+    }
+
     pub fn persist(&self) -> std::io::Result<()> {
         let file = DelayOffsetsFile {
             offset_table: self.offsets(),

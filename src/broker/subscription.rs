@@ -110,6 +110,11 @@ impl SubscriptionGroupManager {
         removed
     }
 
+    /// Slave: takes the master's groups.
+    pub fn replace_all(&self, table: BTreeMap<String, SubscriptionGroupConfig>) {
+        self.write().subscription_group_table = table;
+    }
+
     pub fn all(&self) -> BTreeMap<String, SubscriptionGroupConfig> {
         self.read().subscription_group_table.clone()
     }

@@ -192,6 +192,17 @@ impl TopicConfigManager {
         (tc, created)
     }
 
+    /// Slave: takes the master's table when its version differs; true if replaced.
+    pub fn replace_all(&self, version: DataVersion, table: BTreeMap<String, TopicConfig>) -> bool {
+        let mut s = self.write();
+        if s.data_version == version {
+            return false;
+        }
+        s.data_version = version;
+        s.topic_config_table = table;
+        true
+    }
+
     /// Writes `topics.json`. Blocking.
     pub fn persist(&self) -> std::io::Result<()> {
         let json = serde_json::to_vec_pretty(&*self.read()).unwrap_or_default();

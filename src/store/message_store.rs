@@ -76,6 +76,8 @@ pub struct Inner {
     stop_wake: (Mutex<()>, Condvar),
     arrival: RwLock<Option<ArrivalListener>>,
     pub(super) total_memory: u64,
+    /// Notified after every append (replication to slaves follows it).
+    appended: Arc<tokio::sync::Notify>,
 }
 
 impl Inner {
@@ -182,6 +184,7 @@ impl MessageStore {
             stop_wake: (Mutex::new(()), Condvar::new()),
             arrival: RwLock::new(None),
             total_memory: total_memory(),
+            appended: Arc::new(tokio::sync::Notify::new()),
         });
         super::recovery::recover(&inner, last_exit_ok)?;
         let abort = inner.config.abort_path();
@@ -228,6 +231,7 @@ impl MessageStore {
             Ok(a) => a,
             Err(status) => return PutMessageResult::refused(status),
         };
+        self.inner.appended.notify_waiters();
         if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush {
             self.inner.wake_dispatcher();
             return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
@@ -284,6 +288,31 @@ impl MessageStore {
             StoreError::MessageIllegal(why) => PutStatus::MessageIllegal(why),
             other => PutStatus::UnknownError(other.to_string()),
         })
+    }
+
+    /// Slave side of replication: appends bytes the master stored at `offset` and lets the
+    /// dispatcher build queues and index from them.
+    pub fn append_replicated(&self, offset: u64, data: &[u8]) -> Result<(), StoreError> {
+        if !self.inner.is_running() {
+            return Err(StoreError::ShutDown);
+        }
+        self.inner.commit_log.append_replicated(offset, data, now_ms())?;
+        if self.inner.config.flush_disk_type == FlushDiskType::SyncFlush {
+            self.inner.group_commit.wake();
+        } else {
+            self.inner.wake_dispatcher();
+        }
+        Ok(())
+    }
+
+    /// Notified after every append.
+    pub fn append_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.inner.appended.clone()
+    }
+
+    /// Written bytes from `offset` to the end of its segment (master side of replication).
+    pub fn commit_log_data(&self, offset: u64) -> Option<super::mapped_file::MappedSlice> {
+        self.inner.commit_log.data_from(offset)
     }
 
     /// Makes the next CommitLog flush fail or stall, as a failing or slow disk would (tests).

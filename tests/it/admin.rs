@@ -10,7 +10,7 @@ use super::support::*;
 async fn admin_commands_show_cluster_topics_and_messages() {
     let dir = tempfile::tempdir().unwrap();
     let b = start_broker(dir.path(), |_| {}).await;
-    let ns = b.ns.addr.to_string();
+    let ns = b.ns.as_ref().unwrap().addr.to_string();
     let c = client();
     for i in 0..3 {
         let mut req = send("AdminT", 0, format!("m{i}").as_bytes(), "A");

@@ -16,7 +16,7 @@ pub struct TestBroker {
     pub addr: String,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
-    pub ns: TestNamesrv,
+    pub ns: Option<TestNamesrv>,
 }
 
 fn free_port() -> u16 {
@@ -25,13 +25,25 @@ fn free_port() -> u16 {
 
 pub async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
     let ns = TestNamesrv::start(|_| {}).await;
+    let mut b = start_broker_on(&ns.addr.to_string(), dir, tweak).await;
+    b.ns = Some(ns);
+    b
+}
+
+/// A broker registering with an existing NameServer.
+pub async fn start_broker_on(
+    namesrv: &str,
+    dir: &std::path::Path,
+    tweak: impl FnOnce(&mut BrokerConfig),
+) -> TestBroker {
     let port = free_port();
     let mut config = BrokerConfig {
         broker_name: "broker-t".into(),
         broker_ip1: "127.0.0.1".into(),
         bind_address: "127.0.0.1".into(),
         listen_port: port,
-        namesrv_addr: ns.addr.to_string(),
+        namesrv_addr: namesrv.to_owned(),
+        ha_listen_port: free_port(),
         store_path_root_dir: dir.to_owned(),
         mapped_file_size_commit_log: 1024 * 1024,
         max_hash_slot_num: 1000,
@@ -42,7 +54,7 @@ pub async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerC
     let broker = Broker::bind(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(broker.run(shutdown.clone()));
-    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns }
+    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns: None }
 }
 
 impl TestBroker {
@@ -75,7 +87,7 @@ pub fn send(topic: &str, queue: i32, body: &[u8], tags: &str) -> RemotingCommand
     .with_body(body.to_vec())
 }
 
-fn pull(topic: &str, queue: i32, offset: i64, sys_flag: i32, suspend_ms: i64) -> RemotingCommand {
+pub fn pull(topic: &str, queue: i32, offset: i64, sys_flag: i32, suspend_ms: i64) -> RemotingCommand {
     request(
         RequestCode::PULL_MESSAGE,
         &[
@@ -106,7 +118,7 @@ pub async fn wait_max_offset(c: &Client, addr: &str, topic: &str, queue: i32, n:
     }
 }
 
-fn records(body: &[u8]) -> Vec<ferrocket::model::message::StoredMessage> {
+pub fn records(body: &[u8]) -> Vec<ferrocket::model::message::StoredMessage> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos < body.len() {

@@ -5,6 +5,7 @@ mod bad_input;
 mod broker;
 mod crash;
 mod golden;
+mod ha;
 mod layering;
 mod namesrv;
 mod store;

@@ -31,6 +31,9 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         _ => SendMessageRequestHeaderV2::decode(&req.ext_fields)?.into(),
     };
     let batch = req.request_code() == RequestCode::SEND_BATCH_MESSAGE;
+    if b.config.is_slave() {
+        return fail(ResponseCode::SERVICE_NOT_AVAILABLE, "message store is in slave mode, so putMessage is forbidden");
+    }
     let permit = match tokio::time::timeout(WAIT_IN_SEND_QUEUE, b.send_permits.acquire()).await {
         Ok(Ok(p)) => p,
         _ => {
@@ -83,10 +86,15 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     let wait = message::property_value(&properties, property::WAIT) != Some("false");
     let result = b.store.put_messages(&msgs, wait).await;
     drop(permit);
-    let (code, remark) = convert::put_status_code(&result.status);
+    let (mut code, mut remark) = convert::put_status_code(&result.status);
     let Some(append) = result.append else {
         return fail(code, remark.unwrap_or_default());
     };
+    if code == ResponseCode::SUCCESS && wait {
+        if let Some((c, r)) = wait_for_slaves(b, append.end_offset).await {
+            (code, remark) = (c, Some(r));
+        }
+    }
     let ids: Vec<String> = append.offsets.iter().map(|o| offset_msg_id(b.store_host, *o)).collect();
     let mut resp = RemotingCommand::response_to(req, code);
     resp.remark = remark;
@@ -104,6 +112,21 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     resp.ext_fields.insert("MSG_REGION".into(), b.config.region_id.clone());
     resp.ext_fields.insert("TRACE_ON".into(), b.config.trace_on.to_string());
     Ok(Some(resp))
+}
+
+/// SYNC_MASTER: the put counts once enough slaves hold its bytes (`handleHA`).
+async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
+    let needed = b.config.replicas_to_wait_for();
+    let ha = b.ha_service.as_ref().filter(|_| needed > 0)?;
+    match ha.wait_for_replicas(end_offset, needed, Duration::from_millis(b.config.slave_timeout)).await {
+        crate::ha::master::ReplicaWait::Ok => None,
+        crate::ha::master::ReplicaWait::NoSlave => {
+            Some((ResponseCode::SLAVE_NOT_AVAILABLE, "slave not available".into()))
+        }
+        crate::ha::master::ReplicaWait::Timeout => {
+            Some((ResponseCode::FLUSH_SLAVE_TIMEOUT, "wait slave ack timeout".into()))
+        }
+    }
 }
 
 /// `msgCheck`: broker and topic writable, topic name valid, topic known or auto-created, queue

@@ -203,3 +203,32 @@ impl CommitLog {
 
 #[cfg(test)]
 mod tests;
+
+impl CommitLog {
+    /// Replication (slave side): writes bytes the master stored at `offset`. They must continue
+    /// the log exactly (an empty log starts at the segment holding `offset`) and stay inside
+    /// one segment, as master frames do.
+    pub fn append_replicated(&self, offset: u64, data: &[u8], store_timestamp: i64) -> Result<(), StoreError> {
+        let _w = self.writer();
+        let max = self.files.max_offset();
+        if !self.files.is_empty() && offset != max {
+            return Err(StoreError::NotWritable(format!(
+                "replicated data at offset {offset} does not continue the CommitLog ending at {max}"
+            )));
+        }
+        let file = self.files.last_for_write(offset)?;
+        let pos = offset.checked_sub(file.file_from_offset()).map(|p| p as usize);
+        if pos != Some(file.wrote_position()) {
+            return Err(StoreError::NotWritable(format!(
+                "replicated data at offset {offset} does not fit segment {}",
+                file.path().display()
+            )));
+        }
+        file.append(data, store_timestamp).map(|_| ()).ok_or_else(|| {
+            StoreError::NotWritable(format!(
+                "replicated data at offset {offset} crosses the end of segment {}",
+                file.path().display()
+            ))
+        })
+    }
+}

@@ -1,0 +1,116 @@
+//! Slave side: connects to the master's HA port, reports its CommitLog end, appends what the
+//! master streams, reconnects after faults.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::wire::{decode_header, HEADER_LEN};
+use crate::store::MessageStore;
+
+const REPORT_INTERVAL: Duration = Duration::from_secs(5);
+const RECONNECT_DELAY: Duration = Duration::from_secs(5);
+const HOUSEKEEPING: Duration = Duration::from_secs(20);
+/// A frame body larger than this is a protocol error (frames carry ≤ 32 KiB).
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+pub struct HaClient {
+    store: Arc<MessageStore>,
+    master: Mutex<Option<String>>,
+    changed: Notify,
+}
+
+impl HaClient {
+    pub fn new(store: Arc<MessageStore>, master: Option<String>) -> Arc<Self> {
+        Arc::new(Self { store, master: Mutex::new(master.filter(|m| m.len() >= 6)), changed: Notify::new() })
+    }
+
+    /// The master's HA address as the NameServer reported it.
+    pub fn update_master(&self, addr: &str) {
+        let mut m = self.master.lock().unwrap_or_else(|e| e.into_inner());
+        if m.as_deref() != Some(addr) {
+            info!(master = addr, "replicating from a new master HA address");
+            *m = Some(addr.to_owned());
+            self.changed.notify_waiters();
+        }
+    }
+
+    pub fn master(&self) -> Option<String> {
+        self.master.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replicates until `shutdown`, reconnecting after errors.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        while !shutdown.is_cancelled() {
+            let Some(addr) = self.master() else {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = self.changed.notified() => continue,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                }
+            };
+            let result = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = self.changed.notified() => Ok(()),
+                r = self.replicate(&addr) => r,
+            };
+            if let Err(e) = result {
+                warn!(master = addr, error = %e, "replication interrupted; reconnecting in 5 s");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(RECONNECT_DELAY) => {},
+                }
+            }
+        }
+    }
+
+    async fn replicate(&self, addr: &str) -> std::io::Result<()> {
+        let stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
+        let _ = stream.set_nodelay(true);
+        info!(master = addr, offset = self.store.commit_log_max_offset(), "connected to master for replication");
+        let (mut read, mut write) = stream.into_split();
+        write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+        let mut last_report = Instant::now();
+        let mut last_read = Instant::now();
+        let mut header = [0u8; HEADER_LEN];
+        let mut body = Vec::new();
+        loop {
+            let got = tokio::time::timeout(REPORT_INTERVAL, read.read_exact(&mut header)).await;
+            match got {
+                Ok(r) => {
+                    r?;
+                    last_read = Instant::now();
+                }
+                Err(_) => {
+                    if last_read.elapsed() >= HOUSEKEEPING {
+                        return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "master silent for 20 s"));
+                    }
+                    write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+                    last_report = Instant::now();
+                    continue;
+                }
+            }
+            let (offset, len) = decode_header(&header).filter(|(_, l)| *l <= MAX_BODY).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "bad transfer header from master")
+            })?;
+            body.resize(len, 0);
+            read.read_exact(&mut body).await?;
+            if len > 0 {
+                self.store
+                    .append_replicated(offset, &body)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
+            }
+            if len > 0 || last_report.elapsed() >= REPORT_INTERVAL {
+                write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+                last_report = Instant::now();
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Master/slave replication in one process: SYNC_MASTER waits for the slave, the slave serves
+//! what it replicated and refuses sends.
+
+use std::time::{Duration, Instant};
+
+use ferrocket::protocol::{RequestCode, ResponseCode};
+
+use super::broker::{call_addr, pull, records, send, start_broker_on, wait_max_offset};
+use super::support::*;
+
+#[tokio::test]
+async fn sync_master_replicates_to_a_slave() {
+    let ns = TestNamesrv::start(|_| {}).await;
+    let ns_addr = ns.addr.to_string();
+    let master_dir = tempfile::tempdir().unwrap();
+    let slave_dir = tempfile::tempdir().unwrap();
+    let master = start_broker_on(&ns_addr, master_dir.path(), |c| c.broker_role = "SYNC_MASTER".into()).await;
+    let c = client();
+
+    // No slave yet: stored, but SLAVE_NOT_AVAILABLE (4.x semantics).
+    let r = call_addr(&c, &master.addr, send("HA", 0, b"before-slave", "A")).await;
+    assert_eq!(r.response_code(), ResponseCode::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+    assert!(r.ext_fields.contains_key("msgId"), "a stored message still gets its id");
+
+    let slave = start_broker_on(&ns_addr, slave_dir.path(), |c| {
+        c.broker_role = "SLAVE".into();
+        c.broker_id = 1;
+    })
+    .await;
+    // The slave catches up with what the master had, then SYNC_MASTER sends succeed.
+    wait_max_offset(&c, &slave.addr, "HA", 0, 1).await;
+    let started = Instant::now();
+    let r = call_addr(&c, &master.addr, send("HA", 0, b"after-slave", "A")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    wait_max_offset(&c, &slave.addr, "HA", 0, 2).await;
+    // The slave serves the topic once its metadata sync copied the topic config.
+    let served = eventually(Duration::from_secs(15), || async {
+        call_addr(&c, &slave.addr, pull("HA", 0, 0, 4, 0)).await.response_code() == ResponseCode::SUCCESS
+    })
+    .await;
+    assert!(served, "slave never served the replicated topic");
+    let got = call_addr(&c, &slave.addr, pull("HA", 0, 0, 4, 0)).await;
+    let bodies: Vec<_> = records(&got.body).iter().map(|m| String::from_utf8_lossy(&m.body).into_owned()).collect();
+    assert_eq!(bodies, vec!["before-slave", "after-slave"]);
+
+    let r = call_addr(&c, &slave.addr, send("HA", 0, b"to-slave", "A")).await;
+    assert_eq!(r.response_code(), ResponseCode::SERVICE_NOT_AVAILABLE);
+
+    // The NameServer shows both, master at id 0 and slave at id 1.
+    let info = call_addr(&c, &ns_addr, request(RequestCode::GET_BROKER_CLUSTER_INFO, &[])).await;
+    let text = String::from_utf8_lossy(&info.body);
+    assert!(
+        text.contains(&format!("0:\"{}\"", master.addr)) && text.contains(&format!("1:\"{}\"", slave.addr)),
+        "{text}"
+    );
+
+    // Metadata sync copies the master's topic and offsets to the slave (every 10 s, first after 3 s).
+    let commit = request(
+        RequestCode::UPDATE_CONSUMER_OFFSET,
+        &[("consumerGroup", "G"), ("topic", "HA"), ("queueId", "0"), ("commitOffset", "2")],
+    );
+    let create_group = request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &[]).with_body(r#"{"groupName":"G"}"#);
+    assert_eq!(call_addr(&c, &master.addr, create_group).await.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(call_addr(&c, &master.addr, commit).await.response_code(), ResponseCode::SUCCESS);
+    let q = request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "G"), ("topic", "HA"), ("queueId", "0")]);
+    let synced = eventually(Duration::from_secs(15), || async {
+        call_addr(&c, &slave.addr, q.clone()).await.ext_fields.get("offset").map(String::as_str) == Some("2")
+    })
+    .await;
+    assert!(synced, "consumer offsets not copied to the slave");
+    slave.stop().await;
+    master.stop().await;
+}
