@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{fail, BrokerError, Handled};
 use crate::broker::convert;
 use crate::broker::BrokerInner;
+use crate::model::group::SubscriptionGroupConfig;
 use crate::model::perm;
 use crate::protocol::body::client::SubscriptionData;
 use crate::protocol::header::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
@@ -31,7 +32,7 @@ impl MessageFilter for TagFilter {
 
 pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = PullMessageRequestHeader::decode(&req.ext_fields)?;
-    let sub = check(b, &h).await?;
+    let (sub, group) = check(b, &h).await?;
     let filter = TagFilter(sub);
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
     let max_nums = h.max_msg_nums.max(1) as usize;
@@ -53,7 +54,13 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
             b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
         }
     }
-    Ok(Some(response(req, &h, result)))
+    // With slaveReadEnable, a consumer reading data no longer in memory is sent to a slave.
+    let suggest = match (b.config.slave_read_enable, result.suggest_pulling_from_slave) {
+        (true, true) => group.which_broker_when_consume_slowly,
+        (true, false) => group.broker_id,
+        _ => 0,
+    };
+    Ok(Some(response(req, &h, result, suggest)))
 }
 
 /// Waits for a matching message on the queue, or for `hold` to pass; then reads again.
@@ -81,7 +88,7 @@ async fn long_poll(
     }
 }
 
-fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageResult) -> RemotingCommand {
+fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageResult, suggest: i64) -> RemotingCommand {
     let code = convert::pull_status_code(r.status, h.queue_offset);
     let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
     let next = match r.status {
@@ -89,7 +96,7 @@ fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageRe
         _ => r.next_begin_offset,
     };
     PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: suggest,
         next_begin_offset: next,
         min_offset: r.min_offset,
         max_offset: r.max_offset,
@@ -105,7 +112,10 @@ fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageRe
 }
 
 /// The checks before reading, in Java's order; returns the subscription to filter with.
-async fn check(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> Result<SubscriptionData, BrokerError> {
+async fn check(
+    b: &Arc<BrokerInner>,
+    h: &PullMessageRequestHeader,
+) -> Result<(SubscriptionData, SubscriptionGroupConfig), BrokerError> {
     if !perm::is_readable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
@@ -166,5 +176,5 @@ async fn check(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> Result<Sub
     if !sub.is_tag_type() {
         return fail(ResponseCode::SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92");
     }
-    Ok(sub)
+    Ok((sub, group))
 }

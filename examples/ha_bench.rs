@@ -1,0 +1,148 @@
+//! Send throughput and latency of a broker group (master + slave, in this process) with
+//! SYNC_MASTER against ASYNC_MASTER, as ratios from one run:
+//!
+//! ```text
+//! cargo run --release --example ha_bench -- [MESSAGES] [SENDERS]
+//! ```
+//! Each run starts a NameServer, a master and a slave on loopback (fresh directories), sends
+//! 1 KiB messages with SEND_MESSAGE_V2 from concurrent senders and records per-send latency.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrocket::broker::{Broker, BrokerConfig};
+use ferrocket::namesrv::{NameServer, NamesrvConfig};
+use ferrocket::protocol::{FrameLimits, RemotingCommand, RequestCode, ResponseCode};
+use ferrocket::remoting::RemotingClient;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+struct Run {
+    throughput: f64,
+    p50: Duration,
+    p99: Duration,
+    failed: usize,
+}
+
+async fn run(role: &str, messages: usize, senders: usize) -> anyhow::Result<Run> {
+    let root = tempfile::tempdir()?;
+    let shutdown = CancellationToken::new();
+    let ns_config = NamesrvConfig {
+        listen_port: 0,
+        bind_address: "127.0.0.1".into(),
+        kv_config_path: root.path().join("kv.json"),
+        ..Default::default()
+    };
+    let ns = NameServer::bind(ns_config).await?;
+    let ns_addr = ns.local_addr()?.to_string();
+    tokio::spawn(ns.run(shutdown.clone()));
+    let mut brokers = Vec::new();
+    for (id, role) in [(0, role), (1, "SLAVE")] {
+        let port = free_port();
+        let config = BrokerConfig {
+            broker_name: "bench".into(),
+            broker_id: id,
+            broker_role: role.into(),
+            broker_ip1: "127.0.0.1".into(),
+            bind_address: "127.0.0.1".into(),
+            listen_port: port,
+            ha_listen_port: free_port(),
+            namesrv_addr: ns_addr.clone(),
+            store_path_root_dir: root.path().join(format!("b{id}")),
+            mapped_file_size_commit_log: 256 * 1024 * 1024,
+            max_hash_slot_num: 100_000,
+            max_index_num: 400_000,
+            ..BrokerConfig::default()
+        };
+        let broker = Broker::bind(config).await?;
+        brokers.push(format!("127.0.0.1:{port}"));
+        tokio::spawn(broker.run(shutdown.clone()));
+    }
+    let master = brokers[0].clone();
+    let client = Arc::new(RemotingClient::new(
+        Arc::new(ferrocket::broker::NoCallbacks),
+        FrameLimits::default(),
+        TaskTracker::new(),
+        CancellationToken::new(),
+    ));
+    // Let the slave connect (its first registration tells it the master's HA address).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let body = vec![b'x'; 1024];
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for s in 0..senders {
+        let (client, master, body) = (client.clone(), master.clone(), body.clone());
+        let n = messages / senders;
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(n);
+            let mut failed = 0;
+            for _ in 0..n {
+                let mut req = RemotingCommand::request(RequestCode::SEND_MESSAGE_V2).with_body(body.clone());
+                for (k, v) in [
+                    ("a", "PG"),
+                    ("b", "BenchTopic"),
+                    ("c", "TBW102"),
+                    ("d", "8"),
+                    ("f", "0"),
+                    ("g", "0"),
+                    ("h", "0"),
+                    ("i", "WAIT\u{1}true\u{2}"),
+                ] {
+                    req.ext_fields.insert(k.into(), v.into());
+                }
+                req.ext_fields.insert("e".into(), (s % 8).to_string());
+                let t = Instant::now();
+                match client.invoke(&master, req, Duration::from_secs(10)).await {
+                    Ok(r) if r.response_code() == ResponseCode::SUCCESS => latencies.push(t.elapsed()),
+                    _ => failed += 1,
+                }
+            }
+            (latencies, failed)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut failed = 0;
+    for t in tasks {
+        let (l, f) = t.await?;
+        all.extend(l);
+        failed += f;
+    }
+    let elapsed = start.elapsed();
+    all.sort();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or_default()
+    };
+    shutdown.cancel();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(Run { throughput: all.len() as f64 / elapsed.as_secs_f64(), p50: pct(0.50), p99: pct(0.99), failed })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let messages: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let senders: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(32);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    println!("{messages} messages of 1 KiB, {senders} concurrent senders, master + slave on loopback");
+    let a = rt.block_on(run("ASYNC_MASTER", messages, senders))?;
+    let s = rt.block_on(run("SYNC_MASTER", messages, senders))?;
+    for (name, r) in [("ASYNC_MASTER", &a), ("SYNC_MASTER", &s)] {
+        println!(
+            "{name:13} {:9.0} msg/s   p50 {:7.2} ms   p99 {:7.2} ms   failed {}",
+            r.throughput,
+            r.p50.as_secs_f64() * 1e3,
+            r.p99.as_secs_f64() * 1e3,
+            r.failed
+        );
+    }
+    println!(
+        "SYNC_MASTER / ASYNC_MASTER: throughput {:.2}x, p99 latency {:.2}x (cost {:.1} %)",
+        s.throughput / a.throughput,
+        s.p99.as_secs_f64() / a.p99.as_secs_f64(),
+        (1.0 - s.throughput / a.throughput) * 100.0
+    );
+    Ok(())
+}
