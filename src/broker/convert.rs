@@ -39,7 +39,7 @@ pub fn message_to_store(
         body,
         tags_code: message::tags_code(tags),
         properties,
-        born_timestamp: h.born_timestamp.unwrap_or(0),
+        born_timestamp: h.born_timestamp,
         born_host,
         store_host,
         sys_flag,

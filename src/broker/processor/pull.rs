@@ -36,6 +36,13 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
     let filter = TagFilter(sub);
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
     let max_nums = h.max_msg_nums.max(1) as usize;
+    // The commit offset is stored on arrival (Java: first execution only), before any hold, so a
+    // held pull that completes later never overwrites a newer commit.
+    if h.sys_flag & FLAG_COMMIT_OFFSET != 0 {
+        if let Some(commit) = h.commit_offset {
+            b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
+        }
+    }
     let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
     let mut result = get();
     let suspend = h.sys_flag & FLAG_SUSPEND != 0 && b.config.long_polling_enable;
@@ -48,11 +55,6 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
     {
         tokio::time::sleep(Duration::from_millis(b.config.short_polling_time_mills)).await;
         result = get();
-    }
-    if h.sys_flag & FLAG_COMMIT_OFFSET != 0 {
-        if let Some(commit) = h.commit_offset {
-            b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
-        }
     }
     // With slaveReadEnable, a consumer reading data no longer in memory is sent to a slave.
     let suggest = match (b.config.slave_read_enable, result.suggest_pulling_from_slave) {

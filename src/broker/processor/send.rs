@@ -44,7 +44,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         }
     };
     let mut tc = check_topic(b, &h, req).await?;
-    let mut queue_id = h.queue_id.unwrap_or(-1);
+    let mut queue_id = h.queue_id;
     if queue_id < 0 {
         queue_id = (crate::store::now_ms() % i64::from(tc.write_queue_nums.max(1))) as i32;
     }
@@ -73,7 +73,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             ),
         );
     }
-    let mut sys = h.sys_flag.unwrap_or(0);
+    let mut sys = h.sys_flag;
     if tc.topic_filter_type == TopicFilterType::MultiTag {
         sys |= sys_flag::MULTI_TAGS;
     }
@@ -152,8 +152,8 @@ async fn check_topic(
             let created = if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
                 Some(b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE).0)
             } else if b.live.auto_create_topic_enable() {
-                let default = h.default_topic.as_deref().unwrap_or(DEFAULT_TOPIC);
-                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums.unwrap_or(4), 0)
+                let default = if h.default_topic.is_empty() { DEFAULT_TOPIC } else { h.default_topic.as_str() };
+                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums, 0)
             } else {
                 None
             };
@@ -173,7 +173,7 @@ async fn check_topic(
     if !perm::is_writeable(tc.perm) {
         return fail(ResponseCode::NO_PERMISSION, format!("the topic[{}] sending message is forbidden", h.topic));
     }
-    let queue_id = h.queue_id.unwrap_or(-1);
+    let queue_id = h.queue_id;
     if queue_id >= tc.write_queue_nums.max(tc.read_queue_nums) {
         return Err(BrokerError::InvalidParameter(format!(
             "request queueId[{queue_id}] is illegal, {} writeQueueNums {} readQueueNums {}, producer: {}",
@@ -247,7 +247,7 @@ fn build_messages(
     batch: bool,
 ) -> Result<Vec<MessageToStore>, BrokerError> {
     let cluster = &b.config.broker_cluster_name;
-    let flag = h.flag.unwrap_or(0);
+    let flag = h.flag;
     if !batch {
         let props = convert::stored_properties(properties, cluster, || convert::new_uniq_id(b.store_host));
         return Ok(vec![convert::message_to_store(
