@@ -38,10 +38,11 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
     };
     let mut props = message::parse_properties(&original.properties);
     props.entry(property::RETRY_TOPIC.to_owned()).or_insert_with(|| original.topic.clone());
+    // Java: the first message's offset id (`msgExt.getMsgId()` of the looked-up record), kept
+    // across retries; the header's originMsgId (the client's UNIQ_KEY) is not used.
     let origin_id = props
         .get(property::ORIGIN_MESSAGE_ID)
         .cloned()
-        .or(h.origin_msg_id.clone())
         .unwrap_or_else(|| offset_msg_id(original.store_host, original.commit_log_offset));
     props.insert(property::ORIGIN_MESSAGE_ID.to_owned(), origin_id);
     let max = match h.max_reconsume_times {
