@@ -183,13 +183,20 @@ fn main() -> anyhow::Result<()> {
                 return Ok(());
             }
             serve(|shutdown| async move {
+                // The NameServer outlives the broker so the broker can unregister from it.
+                let ns_shutdown = CancellationToken::new();
                 let namesrv = NameServer::bind(ns).await.context("namesrv failed to start")?;
-                let ns_task = tokio::spawn(namesrv.run(shutdown.clone()));
-                let broker = Broker::bind(broker).await.context("broker failed to start")?;
-                broker.run(shutdown.clone()).await;
-                shutdown.cancel();
+                let ns_task = tokio::spawn(namesrv.run(ns_shutdown.clone()));
+                let result = match Broker::bind(broker).await {
+                    Ok(broker) => {
+                        broker.run(shutdown).await;
+                        Ok(())
+                    }
+                    Err(e) => Err(anyhow::Error::new(e).context("broker failed to start")),
+                };
+                ns_shutdown.cancel();
                 let _ = ns_task.await;
-                Ok(())
+                result
             })
         }
     }

@@ -21,6 +21,7 @@ pub mod processor;
 pub mod register;
 pub mod schedule;
 pub mod slave_sync;
+pub mod stats;
 pub mod subscription;
 pub mod topic;
 
@@ -79,6 +80,9 @@ pub struct BrokerInner {
     pub ha_service: Option<Arc<crate::ha::HaService>>,
     /// Slave role: replicates from the master.
     pub ha_client: Option<Arc<crate::ha::HaClient>>,
+    pub stats: stats::BrokerStats,
+    /// Cancelled when the broker starts shutting down: held pulls are answered at once.
+    pub closing: CancellationToken,
     /// Slave role: the master's broker address (from registration), for metadata sync.
     pub master_addr: std::sync::Mutex<Option<String>>,
     /// `brokerIP1:listenPort`, written into every stored message and message id.
@@ -222,6 +226,8 @@ impl Broker {
             ha_service,
             ha_client,
             master_addr: std::sync::Mutex::new(None),
+            stats: stats::BrokerStats::default(),
+            closing: CancellationToken::new(),
             schedule,
             store_host,
             register_now: Notify::new(),
@@ -267,6 +273,7 @@ impl Broker {
         }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         self.server.serve(processor, shutdown.clone(), tracker.clone()).await;
+        inner.closing.cancel();
         register::unregister_all(&inner).await;
         tracker.close();
         tracker.wait().await;
@@ -307,6 +314,7 @@ async fn housekeeping(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         }
         if last_scan.elapsed() >= Duration::from_secs(10) {
             last_scan = tokio::time::Instant::now();
+            inner.stats.sample();
             let timeout = Duration::from_millis(inner.config.channel_expired_timeout);
             let expired = inner.consumers.scan_expired(timeout);
             inner.producers.scan_expired(timeout);

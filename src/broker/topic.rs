@@ -203,6 +203,12 @@ impl TopicConfigManager {
         true
     }
 
+    /// A new data version without a table change (broker permission changed: the NameServer
+    /// rebuilds routes only when the version moves).
+    pub fn bump_version(&self) {
+        next_version(&mut self.write().data_version);
+    }
+
     /// Writes `topics.json`. Blocking.
     pub fn persist(&self) -> std::io::Result<()> {
         let json = serde_json::to_vec_pretty(&*self.read()).unwrap_or_default();

@@ -364,3 +364,26 @@ async fn delay_levels_and_send_back_to_retry_and_dlq() {
     assert_eq!(call_addr(&c, &b.addr, missing).await.response_code(), ResponseCode::SYSTEM_ERROR);
     b.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_answers_held_pulls_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    call_addr(&c, &b.addr, send("SD", 0, b"m", "A")).await;
+    wait_max_offset(&c, &b.addr, "SD", 0, 1).await;
+    let addr = b.addr.clone();
+    let held = tokio::spawn(async move { c.invoke(&addr, pull("SD", 0, 1, 6, 30_000), Duration::from_secs(40)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    b.stop().await;
+    assert!(started.elapsed() < Duration::from_secs(5), "shutdown waited for the held pull: {:?}", started.elapsed());
+    let answered = tokio::time::timeout(Duration::from_secs(2), held)
+        .await
+        .expect("held pull still pending after shutdown")
+        .unwrap();
+    // Answered with "nothing new", or cut by the closing connection; never left hanging.
+    if let Ok(r) = answered {
+        assert_eq!(r.response_code(), ResponseCode::PULL_NOT_FOUND);
+    }
+}

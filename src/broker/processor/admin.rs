@@ -99,6 +99,15 @@ pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand)
     Ok(Some(ok(req)))
 }
 
+/// GET_TOPIC_CONFIG (351, 5.x admin): one topic's config.
+pub fn get_topic_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = TopicHeader::decode(&req.ext_fields)?;
+    match b.topics.get(&h.topic) {
+        Some(tc) => Ok(Some(ok(req).with_body(to_vec(&tc)))),
+        None => fail(ResponseCode::TOPIC_NOT_EXIST, format!("No topic in this broker. topic: {}", h.topic)),
+    }
+}
+
 pub fn get_all_topic_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let (data_version, topic_config_table) = b.topics.snapshot();
     Ok(Some(ok(req).with_body(to_vec(&TopicConfigSerializeWrapper { data_version, topic_config_table }))))
@@ -140,9 +149,12 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
     put("commitLogMinOffset", store.commit_log_min_offset().to_string());
     put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
     put("dispatchBehindBytes", store.commit_log_max_offset().saturating_sub(store.dispatched_offset()).to_string());
+    let (put_total, get_total) = (b.stats.put_total(), b.stats.get_total());
+    put("msgPutTotalTodayNow", put_total.to_string());
+    put("msgGetTotalTodayNow", get_total.to_string());
+    put("putTps", b.stats.put_tps());
+    put("getTransferredTps", b.stats.get_tps());
     for k in [
-        "msgPutTotalTodayNow",
-        "msgGetTotalTodayNow",
         "msgPutTotalYesterdayMorning",
         "msgPutTotalTodayMorning",
         "msgGetTotalYesterdayMorning",
@@ -153,8 +165,6 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
     ] {
         put(k, "0".into());
     }
-    put("putTps", "0.0 0.0 0.0".into());
-    put("getTransferredTps", "0.0 0.0 0.0".into());
     put("commitLogDiskRatio", "0.0".into());
     Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
@@ -175,6 +185,9 @@ pub fn update_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
             return fail(ResponseCode::SYSTEM_ERROR, format!("config key '{key}' {why}"));
         }
         next.set(key, value).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    }
+    if next.broker_permission != b.live.broker_permission() {
+        b.topics.bump_version();
     }
     b.live.set_broker_permission(next.broker_permission);
     b.live.set_auto_create_topic_enable(next.auto_create_topic_enable);

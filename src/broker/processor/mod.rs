@@ -87,6 +87,7 @@ impl BrokerProcessor {
             RequestCode::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, req).await,
             RequestCode::DELETE_TOPIC_IN_BROKER => admin::delete_topic_in_broker(b, req).await,
             RequestCode::GET_ALL_TOPIC_CONFIG => admin::get_all_topic_config(b, req),
+            RequestCode(351) => admin::get_topic_config(b, req),
             RequestCode::GET_ALL_CONSUMER_OFFSET => Ok(Some(ok(req).with_body(b.offsets.to_json()))),
             RequestCode::GET_ALL_DELAY_OFFSET => Ok(Some(ok(req).with_body(b.schedule.to_json()))),
             RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {

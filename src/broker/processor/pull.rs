@@ -62,7 +62,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
         (true, false) => group.broker_id,
         _ => 0,
     };
-    Ok(Some(response(req, &h, result, suggest)))
+    Ok(Some(response(req, &h, result, suggest, &b.stats)))
 }
 
 /// Waits for a matching message on the queue, or for `hold` to pass; then reads again.
@@ -86,11 +86,18 @@ async fn long_poll(
         tokio::select! {
             _ = notified => {},
             _ = tokio::time::sleep_until(deadline) => return get(),
+            _ = b.closing.cancelled() => return get(),
         }
     }
 }
 
-fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageResult, suggest: i64) -> RemotingCommand {
+fn response(
+    req: &RemotingCommand,
+    h: &PullMessageRequestHeader,
+    r: GetMessageResult,
+    suggest: i64,
+    stats: &crate::broker::stats::BrokerStats,
+) -> RemotingCommand {
     let code = convert::pull_status_code(r.status, h.queue_offset);
     let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
     let next = match r.status {
@@ -107,6 +114,7 @@ fn response(req: &RemotingCommand, h: &PullMessageRequestHeader, r: GetMessageRe
     }
     .encode(&mut resp.ext_fields);
     if code == ResponseCode::SUCCESS {
+        stats.add_got(r.messages.len() as u64);
         // The stored records themselves, straight from the mapped CommitLog.
         resp.body_parts = r.messages.into_iter().map(|m| m.into_bytes()).collect();
     }

@@ -90,6 +90,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     let Some(append) = result.append else {
         return fail(code, remark.unwrap_or_default());
     };
+    b.stats.add_put(append.offsets.len() as u64);
     if code == ResponseCode::SUCCESS && wait {
         if let Some((c, r)) = wait_for_slaves(b, append.end_offset).await {
             (code, remark) = (c, Some(r));
