@@ -205,6 +205,16 @@ abstract class BrokerClientTests {
                 }
                 return union.size() == queues && total == queues;
             });
+        consumers.values().forEach(Clients::heartbeat);
+    }
+
+    /** Waits until a lone consumer holds all {@code queues} queues of {@code topic}, then heartbeats. */
+    void awaitHolding(BrokerDeployment d, DefaultMQPushConsumer c, String topic, int queues) {
+        Wait.until("the consumer to hold the " + queues + " queues of " + topic, BALANCE_TIMEOUT, () -> {
+            d.assertAlive();
+            return queueIds(Clients.allocated(c, topic));
+        }, q -> q.size() == queues);
+        Clients.heartbeat(c);
     }
 
     static Set<Integer> queueIds(Set<MessageQueue> mqs) {
@@ -248,6 +258,7 @@ abstract class BrokerClientTests {
                         }
                     } catch (Exception e) {
                         failures.add(s.key() + ": " + e);
+                        Wait.sleep(50); // the broker is gone (crash test): do not spin
                     }
                     if (pauseMillis > 0) {
                         Wait.sleep(pauseMillis);
@@ -512,6 +523,7 @@ abstract class BrokerClientTests {
             Wait.until("each broadcasting consumer to hold all 4 queues of " + topic, BALANCE_TIMEOUT,
                 () -> consumers.values().stream().map(c -> Clients.allocated(c, topic).size()).toList(),
                 sizes -> sizes.stream().allMatch(n -> n == 4));
+            consumers.values().forEach(Clients::heartbeat);
 
             List<Deliveries.Sent> sent = new ArrayList<>(sendSync(producer, topic, "bc", 30, i -> "TagA").keySet());
             for (String label : labels) {
@@ -533,8 +545,13 @@ abstract class BrokerClientTests {
         String topic = Compat.unique("lite-sub");
         env.createTopic(topic, 4, 4, PERM_RW);
         List<Deliveries.Sent> sent = new ArrayList<>(sendSync(producer, topic, "lite", 40, i -> "TagA").keySet());
-        Map<Integer, Long> max = Clients.maxOffsets(admin, env.brokerName(), topic, 4);
-        assertEquals(40L, max.values().stream().mapToLong(Long::longValue).sum(), "max offsets " + max);
+        // SEND_OK comes once the CommitLog has the message; the ConsumeQueue (max offset) follows.
+        long sentAt = System.nanoTime();
+        Map<Integer, Long> max = Wait.until("the max offsets of " + topic + " to add up to the 40 messages sent",
+            Duration.ofSeconds(10), () -> Clients.maxOffsets(admin, env.brokerName(), topic, 4),
+            m -> m.values().stream().mapToLong(Long::longValue).sum() == 40);
+        report("lite pull: max offsets %s visible %d ms after the last SEND_OK", max,
+            Duration.ofNanos(System.nanoTime() - sentAt).toMillis());
 
         String group = Compat.unique("cg-lite-sub");
         DefaultLitePullConsumer lite = Clients.litePull(ns(), group, "sub");
@@ -769,6 +786,8 @@ abstract class BrokerClientTests {
             Wait.until("both tag consumers to hold the 2 queues of " + topic, BALANCE_TIMEOUT,
                 () -> List.of(Clients.allocated(ab, topic).size(), Clients.allocated(star, topic).size()),
                 l -> l.equals(List.of(2, 2)));
+            Clients.heartbeat(ab);
+            Clients.heartbeat(star);
 
             List<Deliveries.Sent> sent = new ArrayList<>();
             String[] tags = {"TagA", "TagB", "TagC", null};
@@ -814,6 +833,7 @@ abstract class BrokerClientTests {
         DefaultMQPushConsumer first = Clients.push(ns(), group, "first", topic, "*", got.listener("first"));
         first.start();
         try {
+            awaitHolding(env, first, topic, 4);
             awaitDelivered("before the restart", got, before, "first");
         } finally {
             first.shutdown(); // persists the offsets, then unregisters
@@ -827,6 +847,7 @@ abstract class BrokerClientTests {
         DefaultMQPushConsumer second = Clients.push(ns(), group, "second", topic, "*", got.listener("second"));
         second.start();
         try {
+            awaitHolding(env, second, topic, 4);
             awaitDelivered("after the restart", got, after, "second");
             Wait.until("the second consumer to finish what it pulled", Duration.ofSeconds(10),
                 () -> Clients.pending(second, topic), n -> n == 0);
@@ -861,6 +882,7 @@ abstract class BrokerClientTests {
                     got.listener("first"));
                 first.start();
                 try {
+                    awaitHolding(d, first, topic, 3);
                     awaitDeliveredIn(d, got, before, "first");
                 } finally {
                     first.shutdown();
@@ -870,6 +892,7 @@ abstract class BrokerClientTests {
                     Duration.ofSeconds(10), () -> rpc.committedOffsets(d.brokerAddr(), group, topic, 3), max::equals);
 
                 int exit = d.stopBroker();
+                report("broker restart: SIGTERM to exit took %d ms (exit code %d)", d.lastStopMillis(), exit);
                 assertEquals(0, exit, "exit code of the broker after SIGTERM");
                 d.startBroker();
 
@@ -880,9 +903,8 @@ abstract class BrokerClientTests {
                 assertNotNull(config, "subscription group " + group + " after the restart; groups: " + groups.keySet());
                 assertEquals(5, config.getRetryMaxTimes(), "retryMaxTimes of " + group + " after the restart");
                 assertEquals(1, config.getRetryQueueNums(), "retryQueueNums of " + group + " after the restart");
-                assertEquals(committed, rpc.committedOffsets(d.brokerAddr(), group, topic, 3),
-                    "offsets of " + group + " after the restart");
-                assertEquals(max, Clients.maxOffsets(a, d.brokerName(), topic, 3), "max offsets after the restart");
+                Wait.until("the max offsets after the restart to be " + max + " again", Duration.ofSeconds(10),
+                    () -> Clients.maxOffsets(a, d.brokerName(), topic, 3), max::equals);
                 // the messages are all still there
                 DefaultMQPullConsumer r = Clients.pull(d.namesrvAddr(), Compat.unique("reader"));
                 try {
@@ -904,12 +926,15 @@ abstract class BrokerClientTests {
                 } finally {
                     Clients.shutdownInBackground("reader", r::shutdown);
                 }
+                assertEquals(committed, rpc.committedOffsets(d.brokerAddr(), group, topic, 3),
+                    "offsets of " + group + " after the restart (QUERY_CONSUMER_OFFSET)");
 
                 List<Deliveries.Sent> after = new ArrayList<>(sendSync(p, topic, "after", 9, i -> "TagA").keySet());
                 DefaultMQPushConsumer second = Clients.push(d.namesrvAddr(), group, "second", topic, "*",
                     got.listener("second"));
                 second.start();
                 try {
+                    awaitHolding(d, second, topic, 3);
                     awaitDeliveredIn(d, got, after, "second");
                     Wait.until("the second consumer to finish what it pulled", Duration.ofSeconds(10),
                         () -> Clients.pending(second, topic), n -> n == 0);
@@ -949,11 +974,13 @@ abstract class BrokerClientTests {
                 Clients.shutdownInBackground("producer", p::shutdown);
             }
             List<Deliveries.Sent> acknowledged = new ArrayList<>(sender.ok);
-            assertEquals(List.of(), sender.failures.stream().filter(f -> f.contains("SEND_OK")).toList());
 
             d.startBroker();
             d.awaitRoute(topic, 4, 4, PERM_RW);
-            Map<Integer, Long> max = Clients.maxOffsets(d.admin(), d.brokerName(), topic, 4);
+            Map<Integer, Long> max = Wait.until("the recovered max offsets of " + topic + " to cover the "
+                    + acknowledged.size() + " acknowledged sends", Duration.ofSeconds(10),
+                () -> Clients.maxOffsets(d.admin(), d.brokerName(), topic, 4),
+                m -> m.values().stream().mapToLong(Long::longValue).sum() >= acknowledged.size());
             long stored = max.values().stream().mapToLong(Long::longValue).sum();
 
             String group = Compat.unique("cg-crash");
@@ -962,6 +989,7 @@ abstract class BrokerClientTests {
                 got.listener("after-crash"));
             c.start();
             try {
+                awaitHolding(d, c, topic, 4);
                 awaitDeliveredIn(d, got, acknowledged, "after-crash");
                 Wait.until("the consumer to receive all " + stored + " messages the recovered store holds",
                     CONSUME_TIMEOUT, got::size, n -> n >= stored);
@@ -975,12 +1003,11 @@ abstract class BrokerClientTests {
             Set<String> attempted = new HashSet<>(sender.attempted);
             List<Deliveries.Delivery> unacked = got.matching(x -> !ackedKeys.contains(x.key()));
             List<String> foreign = unacked.stream().map(Deliveries.Delivery::key).filter(k -> !attempted.contains(k)).toList();
-            report("kill -9 under SYNC_FLUSH: %d sends acknowledged, %d failed; the recovered store holds %d messages "
-                    + "(%s); %d unacknowledged sends were stored anyway; %d duplicate deliveries", acknowledged.size(),
-                sender.failures.size(), stored, max, unacked.size(), duplicates);
+            report("kill -9 under SYNC_FLUSH: %d sends acknowledged, %d failed (first: %s); the recovered store holds %d "
+                    + "messages (%s); %d unacknowledged sends were stored anyway; %d duplicate deliveries",
+                acknowledged.size(), sender.failures.size(), sender.failures.isEmpty() ? "-" : sender.failures.get(0),
+                stored, max, unacked.size(), duplicates);
             assertEquals(List.of(), foreign, "consumed messages that were never sent");
-            assertTrue(stored >= acknowledged.size(), "the recovered store holds " + stored + " messages (" + max
-                + ") but " + acknowledged.size() + " sends were acknowledged");
         }
     }
 
@@ -1002,7 +1029,7 @@ abstract class BrokerClientTests {
         ext.put("queueId", "0");
         ext.put("queueOffset", "0");
         ext.put("maxMsgNums", "32");
-        ext.put("sysFlag", "0");
+        ext.put("sysFlag", "4"); // PullSysFlag FLAG_SUBSCRIPTION: use the request's subscription
         ext.put("commitOffset", "0");
         ext.put("suspendTimeoutMillis", "0");
         ext.put("subscription", "*");
@@ -1029,15 +1056,27 @@ abstract class BrokerClientTests {
         assertTrue(bad.getRemark().contains("queueOffset"), "remark should name queueOffset: " + bad.getRemark());
     }
 
+    /**
+     * A raw SEND_MESSAGE_V2 of one message to queue 0 of {@code topic}; fails unless SUCCESS, then waits
+     * until its queue's max offset shows it. The store dispatches in CommitLog order, so once it is
+     * visible, anything the broker wrote before it is visible too.
+     */
+    long rawSendAndAwait(String topic, String key) throws Exception {
+        MessageQueue mq = new MessageQueue(topic, env.brokerName(), 0);
+        long before = admin.maxOffset(mq);
+        RemotingCommand ok = rpc.invoke(env.brokerAddr(), BrokerRpc.SEND_MESSAGE_V2,
+            BrokerRpc.sendV2Fields(topic, 0, key), BrokerRpc.utf8("raw body " + key));
+        assertEquals(0, ok.getCode(), "complete raw SEND_MESSAGE_V2 of " + key + " to " + topic + ": remark "
+            + ok.getRemark());
+        return Wait.until("the raw message " + key + " to be visible in " + mq, Duration.ofSeconds(10),
+            () -> admin.maxOffset(mq), max -> max > before);
+    }
+
     @Test
     void sendMissingARequiredFieldIsRejectedNamingItAndWritesNothing() throws Exception {
         String topic = Compat.unique("raw-send");
         env.createTopic(topic, 1, 1, PERM_RW);
-        MessageQueue mq = new MessageQueue(topic, env.brokerName(), 0);
-        RemotingCommand ok = rpc.invoke(env.brokerAddr(), BrokerRpc.SEND_MESSAGE_V2,
-            BrokerRpc.sendV2Fields(topic, 0, "raw-ok"), BrokerRpc.utf8("raw body"));
-        assertEquals(0, ok.getCode(), "complete SEND_MESSAGE_V2: remark " + ok.getRemark());
-        assertEquals(1, admin.maxOffset(mq), "max offset after one raw send");
+        assertEquals(1, rawSendAndAwait(topic, "raw-ok"), "max offset after one raw send");
 
         for (String field : List.of("b", "e")) {
             Map<String, String> ext = BrokerRpc.sendV2Fields(topic, 0, "raw-bad-" + field);
@@ -1050,7 +1089,10 @@ abstract class BrokerClientTests {
             assertTrue(bad.getRemark().contains("<" + field + ">") || bad.getRemark().contains(longName),
                 "remark should name the field " + field + " (" + longName + "): " + bad.getRemark());
         }
-        assertEquals(1, admin.maxOffset(mq), "max offset after the rejected sends");
+        // nothing was written between the two good sends
+        assertEquals(2, rawSendAndAwait(topic, "raw-after"), "max offset after the rejected sends and one more good one");
+        assertEquals(List.of("raw-ok", "raw-after"), readTopic(topic).stream().map(Deliveries.Delivery::key).toList(),
+            "keys stored in " + topic);
     }
 
     @Test
@@ -1061,7 +1103,58 @@ abstract class BrokerClientTests {
             BrokerRpc.sendV2Fields(topic, 0, "ro"), BrokerRpc.utf8("must not be stored"));
         report("SEND_MESSAGE_V2 to a perm-4 topic -> %d \"%s\"", r.getCode(), r.getRemark());
         assertEquals(NO_PERMISSION, r.getCode(), "send to a read-only topic: remark " + r.getRemark());
+        // a later write elsewhere is visible: the refused one would be too
+        String fence = Compat.unique("fence");
+        env.createTopic(fence, 1, 1, PERM_RW);
+        rawSendAndAwait(fence, "fence");
         assertEquals(0, admin.maxOffset(new MessageQueue(topic, env.brokerName(), 0)), "max offset of the read-only topic");
+    }
+
+    /**
+     * What the restart tests depend on, request by request: a long-polling PULL_MESSAGE stores its
+     * commitOffset when it arrives (Java: {@code tryCommitOffset} only while {@code brokerAllowSuspend},
+     * i.e. on the first processing, never when a held request is woken up or times out). A newer offset
+     * committed while the pull is held (UPDATE_CONSUMER_OFFSET, as a consumer sends at shutdown) must
+     * survive the pull's answer.
+     */
+    @Test
+    void heldPullStoresItsCommitOffsetOnArrivalOnly() throws Exception {
+        String topic = Compat.unique("held-pull");
+        env.createTopic(topic, 1, 1, PERM_RW);
+        for (int i = 0; i < 10; i++) {
+            rawSendAndAwait(topic, "held-" + i);
+        }
+        String group = Compat.unique("cg-held");
+        Map<String, String> pull = pullFields(group, topic);
+        pull.put("queueOffset", "10"); // = max offset: nothing to return, so the broker holds it
+        pull.put("sysFlag", "7"); // FLAG_COMMIT_OFFSET | FLAG_SUSPEND | FLAG_SUBSCRIPTION
+        pull.put("commitOffset", "4");
+        pull.put("suspendTimeoutMillis", "3000");
+        java.util.concurrent.CompletableFuture<RemotingCommand> held = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return rpc.invoke(env.brokerAddr(), BrokerRpc.PULL_MESSAGE, pull, null);
+            } catch (Exception e) {
+                throw new java.util.concurrent.CompletionException(e);
+            }
+        });
+        Wait.until("the held pull's commitOffset 4 to be stored while the pull is held", Duration.ofMillis(2_000),
+            () -> rpc.committedOffset(env.brokerAddr(), group, topic, 0), o -> Long.valueOf(4).equals(o));
+        assertFalse(held.isDone(), "the pull was answered instead of held: " + (held.isDone() ? held.get() : ""));
+
+        Map<String, String> update = new HashMap<>();
+        update.put("consumerGroup", group);
+        update.put("topic", topic);
+        update.put("queueId", "0");
+        update.put("commitOffset", "10");
+        RemotingCommand updated = rpc.invoke(env.brokerAddr(), 15, update, null);
+        assertEquals(0, updated.getCode(), "UPDATE_CONSUMER_OFFSET to 10: remark " + updated.getRemark());
+        assertEquals(10L, rpc.committedOffset(env.brokerAddr(), group, topic, 0), "offset after UPDATE_CONSUMER_OFFSET");
+
+        rawSendAndAwait(topic, "wake-up"); // wakes the held pull
+        RemotingCommand answer = held.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(0, answer.getCode(), "the held pull, woken by a new message: remark " + answer.getRemark());
+        assertEquals(10L, rpc.committedOffset(env.brokerAddr(), group, topic, 0),
+            "offset after the held pull (commitOffset 4) was answered: the newer commit must stay");
     }
 
     @Test

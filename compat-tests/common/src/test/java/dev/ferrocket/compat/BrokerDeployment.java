@@ -41,7 +41,10 @@ public final class BrokerDeployment implements AutoCloseable {
     public static final String BROKER_NAME = "ferro-broker-a";
     public static final Duration READY_TIMEOUT = Duration.ofSeconds(20);
     public static final Duration ROUTE_TIMEOUT = Duration.ofSeconds(15);
-    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(15);
+    /** How long {@link #stopBroker()} waits for the broker to exit after SIGTERM. */
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(30);
+    /** Cleanup after a test ({@link #close()}): SIGTERM, then SIGKILL after 5 s, like {@link Ferrocket}. */
+    private static final Duration CLOSE_GRACE = Duration.ofSeconds(5);
     /** Every deployment this JVM started, so a failed test can print their logs. */
     static final List<BrokerDeployment> STARTED = new CopyOnWriteArrayList<>();
 
@@ -54,6 +57,7 @@ public final class BrokerDeployment implements AutoCloseable {
     private final Child broker;
     final long startedNanos = System.nanoTime();
     private DefaultMQAdminExt admin;
+    private volatile long lastStopMillis = -1;
 
     private BrokerDeployment(Mode mode, String name, Path dir, int namesrvPort, int brokerPort, Child namesrv,
                              Child broker) {
@@ -174,9 +178,20 @@ public final class BrokerDeployment implements AutoCloseable {
             });
     }
 
-    /** SIGTERM to the broker (standalone: the whole process); waits for it to exit and returns its exit code. */
+    /**
+     * SIGTERM to the broker (standalone: the whole process); waits up to 30 s for it to exit and
+     * returns its exit code (-1 if it had to be killed). {@link #lastStopMillis()} says how long it took.
+     */
     public int stopBroker() throws InterruptedException {
-        return broker.terminate(STOP_TIMEOUT);
+        long start = System.nanoTime();
+        int code = broker.terminate(STOP_TIMEOUT);
+        lastStopMillis = Duration.ofNanos(System.nanoTime() - start).toMillis();
+        return code;
+    }
+
+    /** How long the last {@link #stopBroker()} took, in milliseconds. */
+    public long lastStopMillis() {
+        return lastStopMillis;
     }
 
     /** SIGKILL to the broker (standalone: the whole process), like a crash; waits until it is gone. */
@@ -238,7 +253,7 @@ public final class BrokerDeployment implements AutoCloseable {
         return out.toString();
     }
 
-    /** Stops the admin client and SIGTERMs the processes (SIGKILL after 15 s). */
+    /** Stops the admin client and SIGTERMs the processes (SIGKILL after 5 s). */
     @Override
     public void close() {
         DefaultMQAdminExt a;
@@ -254,7 +269,7 @@ public final class BrokerDeployment implements AutoCloseable {
         java.util.Collections.reverse(order);
         for (Child c : order) {
             try {
-                c.terminate(STOP_TIMEOUT);
+                c.terminate(CLOSE_GRACE);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 c.kill0();
@@ -335,8 +350,8 @@ public final class BrokerDeployment implements AutoCloseable {
             if (p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 return p.exitValue();
             }
-            System.err.println("[compat] ferrocket " + label + " ignored SIGTERM for " + timeout.toSeconds()
-                + " s, killing it");
+            System.err.println("[compat] ferrocket " + label + " (" + log.getParent().getFileName()
+                + ") did not exit within " + timeout.toSeconds() + " s of SIGTERM, killing it");
             kill0();
             return -1;
         }

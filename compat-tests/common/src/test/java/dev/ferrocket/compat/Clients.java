@@ -94,6 +94,20 @@ public final class Clients {
         return mine;
     }
 
+    /**
+     * Sends the consumer's heartbeat (its current subscriptions) to the brokers now.
+     *
+     * <p>Call after a rebalance has settled. A rebalance that changes a consumer's queues gives its
+     * subscription a new {@code subVersion} and sends a heartbeat, but only if it gets the client's
+     * heartbeat lock: when the periodic heartbeat (first run 1 s after start, 5.x's first rebalance
+     * also comes ≥ 1 s after start) holds it with data prepared before the change, the broker keeps
+     * the older version and answers the consumer's pulls SUBSCRIPTION_NOT_LATEST (25) until the next
+     * periodic heartbeat 30 s later. The Java broker does the same; this is a client race.
+     */
+    public static void heartbeat(DefaultMQPushConsumer c) {
+        c.getDefaultMQPushConsumerImpl().getmQClientFactory().sendHeartbeatToAllBrokerWithLock();
+    }
+
     /** Messages a push consumer has pulled but not yet finished consuming, for {@code topic}. */
     public static long pending(DefaultMQPushConsumer c, String topic) {
         long[] n = {0};
