@@ -170,10 +170,11 @@ impl BrokerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let refuse = |key: &str, reason: &str| Err(ConfigError::Refused { key: key.into(), reason: reason.into() });
         match self.broker_role.as_str() {
-            "ASYNC_MASTER" => {}
-            "SYNC_MASTER" | "SLAVE" => {
-                return refuse("brokerRole", "master/slave replication is not implemented yet; use ASYNC_MASTER")
+            "ASYNC_MASTER" | "SYNC_MASTER" if self.broker_id != 0 => {
+                return refuse("brokerId", "a master has brokerId 0 (slaves have brokerRole=SLAVE)")
             }
+            "SLAVE" if self.broker_id <= 0 => return refuse("brokerId", "a slave's brokerId must be > 0"),
+            "ASYNC_MASTER" | "SYNC_MASTER" | "SLAVE" => {}
             other => return refuse("brokerRole", &format!("'{other}' is not ASYNC_MASTER, SYNC_MASTER or SLAVE")),
         }
         if !matches!(self.flush_disk_type.as_str(), "ASYNC_FLUSH" | "SYNC_FLUSH") {
@@ -350,7 +351,9 @@ mod tests {
         assert_eq!(c.namesrv_addrs(), vec!["127.0.0.1:9876"]);
         assert!(c.ha_server_addr().ends_with(":10922"));
         for (text, key) in [
-            ("brokerRole=SLAVE\n", "brokerRole"),
+            ("brokerRole=SLAVE\n", "brokerId"),
+            ("brokerRole=MASTER\n", "brokerRole"),
+            ("brokerRole=SYNC_MASTER\nbrokerId=2\n", "brokerId"),
             ("aclEnable=true\n", "aclEnable"),
             ("listenPort=x\n", "listenPort"),
             ("flushDiskType=FAST\n", "flushDiskType"),

@@ -72,7 +72,7 @@ pub enum AdminCommand {
         group: String,
         #[arg(short = 't', long)]
         topic: String,
-        #[arg(short = 's', long)]
+        #[arg(short = 's', long, allow_negative_numbers = true)]
         timestamp: i64,
     },
 }
