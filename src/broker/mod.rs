@@ -159,6 +159,9 @@ impl LiveConfig {
 /// A bound broker, not yet serving.
 pub struct Broker {
     server: RemotingServer,
+    /// The "VIP"/fast port, listenPort - 2: same requests, used by Java slaves for metadata sync
+    /// and by clients with sendMessageWithVIPChannel.
+    vip_server: Option<RemotingServer>,
     ha_listener: Option<tokio::net::TcpListener>,
     inner: Arc<BrokerInner>,
 }
@@ -194,6 +197,19 @@ impl Broker {
         };
         let server =
             RemotingServer::bind(&addr, server_config).await.map_err(|source| StartError::Bind { addr, source })?;
+        let vip_server = match config.listen_port.checked_sub(2).filter(|p| *p > 0) {
+            Some(port) => {
+                let vip_addr = format!("{}:{port}", config.bind_address);
+                match RemotingServer::bind(&vip_addr, server_config).await {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        warn!(addr = vip_addr, error = %e, "cannot listen on the VIP port (listenPort - 2); Java slaves and VIP-channel clients cannot reach this broker");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
         let (ha_service, ha_client, ha_listener) = if config.is_slave() {
             let master = (!config.ha_master_address.is_empty()).then(|| config.ha_master_address.clone());
             (None, Some(crate::ha::HaClient::new(store.clone(), master)), None)
@@ -234,7 +250,7 @@ impl Broker {
             outbound,
             send_permits: Semaphore::new(1024),
         });
-        Ok(Self { server, ha_listener, inner })
+        Ok(Self { server, vip_server, ha_listener, inner })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -272,6 +288,9 @@ impl Broker {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
         }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
+        if let Some(vip) = self.vip_server {
+            tracker.spawn(vip.serve(processor.clone(), shutdown.clone(), tracker.clone()));
+        }
         self.server.serve(processor, shutdown.clone(), tracker.clone()).await;
         inner.closing.cancel();
         register::unregister_all(&inner).await;

@@ -387,3 +387,17 @@ async fn shutdown_answers_held_pulls_at_once() {
         assert_eq!(r.response_code(), ResponseCode::PULL_NOT_FOUND);
     }
 }
+
+#[tokio::test]
+async fn the_vip_port_serves_the_same_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let port: u16 = b.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let vip = format!("127.0.0.1:{}", port - 2);
+    let c = client();
+    // Java slaves fetch their master's metadata here (MixAll.brokerVIPChannel).
+    let all = call_addr(&c, &vip, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
+    assert_eq!(all.response_code(), ResponseCode::SUCCESS);
+    assert!(String::from_utf8_lossy(&all.body).contains("TBW102"));
+    b.stop().await;
+}
