@@ -96,13 +96,18 @@ pub struct BrokerInner {
 impl BrokerInner {
     /// Persists topics and asks for an immediate registration (topic created or changed).
     pub async fn topics_changed(self: &Arc<Self>) {
+        self.persist_topics().await;
+        self.register_now.notify_one();
+    }
+
+    /// Writes topics.json off the async workers.
+    pub async fn persist_topics(self: &Arc<Self>) {
         let me = self.clone();
         match tokio::task::spawn_blocking(move || me.topics.persist()).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => error!(error = %e, "cannot persist topics.json"),
             Err(e) => error!(error = %e, "persisting topics.json panicked"),
         }
-        self.register_now.notify_one();
     }
 
     pub fn persist_groups(&self) {

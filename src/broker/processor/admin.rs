@@ -95,7 +95,9 @@ pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand)
         .await
         .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?
         .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
-    b.topics_changed().await;
+    // Persist, but do not re-register now (Java neither): mqadmin deletes the route from the
+    // NameServers next, and a registration racing with that could bring the route back.
+    b.persist_topics().await;
     Ok(Some(ok(req)))
 }
 
