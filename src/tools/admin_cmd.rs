@@ -127,10 +127,13 @@ pub async fn run(namesrv: &str, cmd: AdminCommand) -> Result<String, AdminError>
                 let req = RemotingCommand::request(RequestCode::DELETE_TOPIC_IN_BROKER).with_ext("topic", &topic);
                 admin.call(&addr, req, &format!("delete {topic} on {name}")).await?;
             }
-            let req = RemotingCommand::request(RequestCode::DELETE_TOPIC_IN_NAMESRV)
-                .with_ext("topic", &topic)
-                .with_ext("clusterName", &cluster);
-            admin.call(namesrv.split(';').next().unwrap_or(namesrv), req, "delete topic in NameServer").await?;
+            // Like mqadmin: every NameServer forgets the topic.
+            for ns in namesrv.split(';').map(str::trim).filter(|n| !n.is_empty()) {
+                let req = RemotingCommand::request(RequestCode::DELETE_TOPIC_IN_NAMESRV)
+                    .with_ext("topic", &topic)
+                    .with_ext("clusterName", &cluster);
+                admin.call(ns, req, &format!("delete topic in NameServer {ns}")).await?;
+            }
             Ok(format!("delete topic {topic} from cluster {cluster} OK\n"))
         }
         AdminCommand::ConsumerProgress { group } => consumer_progress(&admin, &group).await,
