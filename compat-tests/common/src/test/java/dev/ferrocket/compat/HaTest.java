@@ -1,0 +1,336 @@
+package dev.ferrocket.compat;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Master/slave replication (HA) with ferrocket brokers only: a ferrocket NameServer, a ferrocket
+ * master and a ferrocket slave (brokerId 1) of one broker group ({@link HaCluster}), driven by the
+ * official producer and push consumer.
+ */
+class HaTest {
+    private static final int QUEUES = 4;
+    private static final Duration CONSUME_TIMEOUT = Duration.ofSeconds(90);
+
+    /**
+     * Sends probes until one returns SEND_OK: under SYNC_MASTER that means the slave is connected
+     * and acknowledging (before that the master answers SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT).
+     */
+    private static void awaitSlaveInSync(DefaultMQProducer producer, String topic, List<Deliveries.Sent> sent) {
+        AtomicInteger n = new AtomicInteger();
+        Wait.until("a probe send to " + topic + " to return SEND_OK (slave connected and in sync)",
+            Duration.ofSeconds(30), () -> {
+                String key = "probe-" + n.incrementAndGet();
+                SendResult r = producer.send(Clients.message(topic, "probe", key, "probe body " + key));
+                // stored on the master whatever the status (SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT):
+                // expected downstream too
+                sent.add(new Deliveries.Sent(topic, key, "probe", "probe body " + key));
+                return r.getSendStatus();
+            }, SendStatus.SEND_OK::equals);
+    }
+
+    private static String body(String key) {
+        return "ha body of " + key + " " + "x".repeat(200);
+    }
+
+    /**
+     * Test 1: SYNC_MASTER + SLAVE. N messages, each SEND_OK; the slave catches up (same max offsets);
+     * a push consumer consumes part of them, the master is killed (SIGKILL) while the rest is
+     * unconsumed, the route then names only the slave (id 1) and the consumer receives every
+     * message (exact set) from the slave. Then the master is restarted: new sends are SEND_OK again
+     * and are consumed too.
+     */
+    @Test
+    void pushConsumerFailsOverToSlaveWhenSyncMasterIsKilled() throws Exception {
+        HaCluster c = HaCluster.start("failover", "SYNC_MASTER");
+        DefaultMQProducer producer = null;
+        DefaultMQPushConsumer consumer = null;
+        try {
+            String topic = Compat.unique("ha-failover");
+            c.createTopic(topic, QUEUES);
+            producer = Clients.producer(c.namesrvAddr());
+            producer.setSendMsgTimeout(5_000);
+            List<Deliveries.Sent> sent = Collections.synchronizedList(new ArrayList<>());
+            awaitSlaveInSync(producer, topic, sent);
+
+            int n = 400;
+            List<String> notOk = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                String key = "m-" + i;
+                SendResult r = producer.send(Clients.message(topic, "data", key, body(key)));
+                sent.add(new Deliveries.Sent(topic, key, "data", body(key)));
+                if (r.getSendStatus() != SendStatus.SEND_OK) {
+                    notOk.add(key + "=" + r.getSendStatus());
+                }
+            }
+            assertEquals(List.of(), notOk, "sends to the SYNC_MASTER with its slave connected that were not SEND_OK");
+
+            Map<Integer, Long> masterMax = c.maxOffsets(c.addr(HaCluster.MASTER), topic, QUEUES);
+            long total = masterMax.values().stream().mapToLong(Long::longValue).sum();
+            assertEquals(sent.size(), total, "master max offsets " + masterMax + " vs messages stored");
+            Wait.until("the slave's max offsets of " + topic + " to equal the master's " + masterMax,
+                Duration.ofSeconds(30), () -> c.maxOffsets(c.addr(HaCluster.SLAVE), topic, QUEUES), masterMax::equals);
+
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), topic, Duration.ofSeconds(30));
+            Deliveries deliveries = new Deliveries();
+            CountDownLatch gate = new CountDownLatch(1);
+            AtomicInteger consumed = new AtomicInteger();
+            int before = 100;
+            MessageListenerConcurrently recorder = deliveries.listener("c1");
+            MessageListenerConcurrently listener = (msgs, ctx) -> {
+                if (consumed.get() >= before) {
+                    try {
+                        if (!gate.await(60, TimeUnit.SECONDS)) {
+                            return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                }
+                consumed.addAndGet(msgs.size());
+                return recorder.consumeMessage(msgs, ctx);
+            };
+            consumer = Clients.push(c.namesrvAddr(), Compat.unique("ha-group"), "c1", topic, "*", listener);
+            consumer.setPullThresholdForQueue(8);
+            consumer.setPullBatchSize(4);
+            consumer.setConsumeThreadMin(2);
+            consumer.setConsumeThreadMax(2);
+            consumer.start();
+            Wait.until(before + " messages consumed from the master", Duration.ofSeconds(60),
+                consumed::get, v -> v >= before);
+            int atKill = deliveries.keys().size();
+            assertTrue(atKill < sent.size(), "messages must remain unconsumed when the master is killed; consumed "
+                + atKill + " of " + sent.size());
+
+            c.kill(HaCluster.MASTER);
+            long killedAt = System.nanoTime();
+            Wait.until("the route of " + topic + " to name only the slave (id 1 = " + c.addr(HaCluster.SLAVE) + ")",
+                Duration.ofSeconds(15), () -> c.routeAddrs(topic), r -> Map.of(1L, c.addr(HaCluster.SLAVE)).equals(r));
+            gate.countDown();
+            Wait.until("every SEND_OK message (" + sent.size() + ") consumed after the master was killed (had "
+                    + atKill + " distinct keys at the kill)", CONSUME_TIMEOUT,
+                () -> deliveries.keys().size(), v -> deliveries.hasAll(sent, null));
+            int dups = Deliveries.assertExactly("deliveries after failover to the slave", sent, deliveries.all());
+            System.out.println("[compat] HA failover: " + sent.size() + " messages, " + atKill
+                + " consumed before the kill, all consumed " + (System.nanoTime() - killedAt) / 1_000_000
+                + " ms after it, " + dups + " duplicate deliveries");
+
+            // Restart the master: it registers again as id 0, the slave reconnects, sends are SEND_OK
+            // again and the consumer receives them too.
+            c.startBroker(HaCluster.MASTER);
+            Wait.until("the route of " + topic + " to name master and slave again", Duration.ofSeconds(30),
+                () -> c.routeAddrs(topic),
+                r -> Map.of(0L, c.addr(HaCluster.MASTER), 1L, c.addr(HaCluster.SLAVE)).equals(r));
+            List<Deliveries.Sent> after = Collections.synchronizedList(new ArrayList<>());
+            awaitSlaveInSync(producer, topic, after);
+            for (int i = 0; i < 50; i++) {
+                String key = "after-restart-" + i;
+                SendResult r = producer.send(Clients.message(topic, "data", key, body(key)));
+                after.add(new Deliveries.Sent(topic, key, "data", body(key)));
+                assertEquals(SendStatus.SEND_OK, r.getSendStatus(), "send " + key + " after the master restart");
+            }
+            List<Deliveries.Sent> all = new ArrayList<>(sent);
+            all.addAll(after);
+            Wait.until("the messages sent after the master restart to be consumed", CONSUME_TIMEOUT,
+                () -> deliveries.hasAll(after, null));
+            int dups2 = Deliveries.assertExactly("deliveries before and after the master restart", all, deliveries.all());
+            System.out.println("[compat] HA failover: after the master restart " + after.size()
+                + " more messages consumed; duplicates overall " + dups2);
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            if (consumer != null) {
+                Clients.shutdownInBackground("ha consumer", consumer::shutdown);
+            }
+            if (producer != null) {
+                Clients.shutdownInBackground("ha producer", producer::shutdown);
+            }
+            c.close();
+        }
+    }
+
+    /** What a producer under load saw: the keys acknowledged SEND_OK, other statuses, failures. */
+    private record LoadResult(List<Deliveries.Sent> ok, List<Deliveries.Sent> attempted, List<String> notOk,
+                              List<String> failed) {
+    }
+
+    /**
+     * A producer thread sends as fast as it can, the master is killed (SIGKILL) while it does, the
+     * producer stops a little later. Returns what it saw; {@code deliveries} gets what one push
+     * consumer (running all along) received by the deadline or once every SEND_OK message arrived.
+     */
+    private static LoadResult killMasterUnderLoad(HaCluster c, String topic, Deliveries deliveries) throws Exception {
+        DefaultMQProducer producer = Clients.producer(c.namesrvAddr());
+        producer.setSendMsgTimeout(3_000);
+        producer.setRetryTimesWhenSendFailed(0);
+        DefaultMQPushConsumer consumer = null;
+        try {
+            List<Deliveries.Sent> ok = Collections.synchronizedList(new ArrayList<>());
+            List<Deliveries.Sent> attempted = Collections.synchronizedList(new ArrayList<>());
+            List<String> notOk = Collections.synchronizedList(new ArrayList<>());
+            List<String> failed = Collections.synchronizedList(new ArrayList<>());
+            awaitSlaveInSync(producer, topic, ok);
+            attempted.addAll(ok);
+
+            consumer = Clients.push(c.namesrvAddr(), Compat.unique("ha-load-group"), "load", topic, "*",
+                deliveries.listener("load"));
+            consumer.start();
+
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread sender = new Thread(() -> {
+                int i = 0;
+                while (!stop.get()) {
+                    String key = "load-" + i++;
+                    Deliveries.Sent s = new Deliveries.Sent(topic, key, "data", body(key));
+                    attempted.add(s);
+                    try {
+                        SendResult r = producer.send(Clients.message(topic, "data", key, body(key)));
+                        if (r.getSendStatus() == SendStatus.SEND_OK) {
+                            ok.add(s);
+                        } else {
+                            notOk.add(key + "=" + r.getSendStatus());
+                        }
+                    } catch (Exception e) {
+                        failed.add(key + ": " + e.getClass().getSimpleName());
+                        Wait.sleep(20);
+                    }
+                }
+            }, "ha-load-sender");
+            sender.start();
+            Wait.until("500 SEND_OK messages under load", Duration.ofSeconds(60), ok::size, v -> v >= 500);
+            c.kill(HaCluster.MASTER);
+            int okAtKill = ok.size();
+            Wait.until("the route of " + topic + " to name only the slave", Duration.ofSeconds(15),
+                () -> c.routeAddrs(topic), r -> Map.of(1L, c.addr(HaCluster.SLAVE)).equals(r));
+            Wait.sleep(1_000);
+            stop.set(true);
+            sender.join(10_000);
+            System.out.println("[compat] HA under load: " + okAtKill + " SEND_OK at the kill, " + ok.size()
+                + " SEND_OK in all, " + attempted.size() + " attempted, " + notOk.size() + " other statuses "
+                + Deliveries.abbreviate(notOk) + ", " + failed.size() + " failed " + Deliveries.abbreviate(failed));
+            return new LoadResult(List.copyOf(ok), List.copyOf(attempted), List.copyOf(notOk), List.copyOf(failed));
+        } finally {
+            Clients.shutdownInBackground("ha load producer", producer::shutdown);
+            // the consumer keeps running: the caller waits on deliveries; it is stopped with the JVM's
+            // background shutdowns below
+            if (consumer != null) {
+                DefaultMQPushConsumer cons = consumer;
+                LOAD_CONSUMERS.add(cons);
+            }
+        }
+    }
+
+    private static final List<DefaultMQPushConsumer> LOAD_CONSUMERS = Collections.synchronizedList(new ArrayList<>());
+
+    private static void stopLoadConsumers() {
+        synchronized (LOAD_CONSUMERS) {
+            for (DefaultMQPushConsumer cons : LOAD_CONSUMERS) {
+                Clients.shutdownInBackground("ha load consumer", cons::shutdown);
+            }
+            LOAD_CONSUMERS.clear();
+        }
+    }
+
+    /**
+     * Test 2: SYNC_MASTER killed (SIGKILL) under load: every SEND_OK message reaches the slave and
+     * is consumed from it; nothing is delivered that was not sent.
+     */
+    @Test
+    void syncMasterKilledUnderLoadLosesNoAcknowledgedMessage() throws Exception {
+        HaCluster c = HaCluster.start("sync-load", "SYNC_MASTER");
+        try {
+            String topic = Compat.unique("ha-sync-load");
+            c.createTopic(topic, QUEUES);
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), topic, Duration.ofSeconds(30));
+            Deliveries deliveries = new Deliveries();
+            LoadResult r = killMasterUnderLoad(c, topic, deliveries);
+            assertEquals(List.of(), r.notOk(), "SYNC_MASTER answers other than SEND_OK with the slave in sync");
+            try {
+                Wait.until("every SEND_OK message (" + r.ok().size() + ") consumed from the slave", CONSUME_TIMEOUT,
+                    () -> deliveries.hasAll(r.ok(), null));
+            } finally {
+                Set<String> got = deliveries.keys();
+                List<String> missing = r.ok().stream().map(Deliveries.Sent::key).filter(k -> !got.contains(k)).toList();
+                System.out.println("[compat] HA SYNC_MASTER under load: " + missing.size()
+                    + " SEND_OK messages not consumed: " + Deliveries.abbreviate(missing));
+            }
+            // Every delivery is a message that was sent (acknowledged or not), with its body.
+            Set<String> attemptedKeys = r.attempted().stream().map(Deliveries.Sent::key)
+                .collect(Collectors.toCollection(TreeSet::new));
+            List<String> unexpected = deliveries.all().stream().map(Deliveries.Delivery::key)
+                .filter(k -> !attemptedKeys.contains(k)).toList();
+            assertEquals(List.of(), unexpected, "deliveries of messages never sent");
+            int dups = deliveries.size() - deliveries.keys().size();
+            System.out.println("[compat] HA SYNC_MASTER under load: all " + r.ok().size() + " SEND_OK consumed, "
+                + (deliveries.keys().size() - r.ok().size()) + " unacknowledged also delivered, " + dups
+                + " duplicates");
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            stopLoadConsumers();
+            c.close();
+        }
+    }
+
+    /**
+     * Test 4: ASYNC_MASTER killed under load. Replication is asynchronous, so acknowledged messages
+     * may be lost; this measures how many (reported, not asserted) and asserts only that whatever
+     * is delivered was sent, and that the consumer does go on from the slave.
+     */
+    @Test
+    void asyncMasterKilledUnderLoadReportsLoss() throws Exception {
+        HaCluster c = HaCluster.start("async-load", "ASYNC_MASTER");
+        try {
+            String topic = Compat.unique("ha-async-load");
+            c.createTopic(topic, QUEUES);
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), topic, Duration.ofSeconds(30));
+            Deliveries deliveries = new Deliveries();
+            LoadResult r = killMasterUnderLoad(c, topic, deliveries);
+            Map<Integer, Long> slaveMax = Wait.until("the slave to serve max offsets of " + topic,
+                Duration.ofSeconds(15), () -> c.maxOffsets(c.addr(HaCluster.SLAVE), topic, QUEUES), m -> true);
+            long onSlave = slaveMax.values().stream().mapToLong(Long::longValue).sum();
+            // Wait until the consumer has everything the slave holds (no deadline pressure beyond that).
+            Wait.until("the consumer to receive the " + onSlave + " messages the slave holds", CONSUME_TIMEOUT,
+                () -> deliveries.keys().size(), v -> v >= onSlave);
+            Set<String> got = deliveries.keys();
+            List<String> lost = r.ok().stream().map(Deliveries.Sent::key).filter(k -> !got.contains(k)).toList();
+            System.out.println("[compat] HA ASYNC_MASTER under load: " + r.ok().size() + " SEND_OK, slave holds "
+                + onSlave + " " + slaveMax + ", " + lost.size() + " acknowledged messages lost: "
+                + Deliveries.abbreviate(lost));
+            Set<String> attemptedKeys = r.attempted().stream().map(Deliveries.Sent::key)
+                .collect(Collectors.toCollection(TreeSet::new));
+            List<String> unexpected = got.stream().filter(k -> !attemptedKeys.contains(k)).toList();
+            assertEquals(List.of(), unexpected, "deliveries of messages never sent");
+            assertEquals(List.of(), r.notOk(), "ASYNC_MASTER answers other than SEND_OK");
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            stopLoadConsumers();
+            c.close();
+        }
+    }
+}
