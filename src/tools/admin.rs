@@ -1,7 +1,6 @@
 //! `ferrocket admin`: the everyday mqadmin operations for users without a JVM, with readable
 //! tables. Talks to the NameServer and brokers over the remoting protocol like mqadmin does.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::broker::NoCallbacks;
@@ -130,17 +129,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 
 /// Parses an object-keyed offset table (`{"offsetTable":{{MQ}:{…}}}`) into (MessageQueue, value).
 pub fn mq_table(body: &[u8]) -> Result<Vec<(MessageQueue, serde_json::Value)>, String> {
-    let v: BTreeMap<String, serde_json::Value> = json::from_slice(body).map_err(|e| e.to_string())?;
-    let Some(serde_json::Value::Object(table)) = v.get("offsetTable") else {
-        return Err("no offsetTable".into());
-    };
-    let mut out = Vec::new();
-    for (k, v) in table {
-        let mq: MessageQueue = serde_json::from_str(k).map_err(|e| format!("bad queue key {k}: {e}"))?;
-        out.push((mq, v.clone()));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    crate::protocol::body::admin::parse_mq_keyed(body, "offsetTable")
 }
 
 /// Decodes stored records back to back (query answers).

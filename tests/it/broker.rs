@@ -401,3 +401,52 @@ async fn the_vip_port_serves_the_same_requests() {
     assert!(String::from_utf8_lossy(&all.body).contains("TBW102"));
     b.stop().await;
 }
+
+/// A consumer that answers GET_CONSUMER_STATUS_FROM_CLIENT with fixed offsets.
+struct StatusAnswering;
+
+impl ferrocket::remoting::RequestHandler for StatusAnswering {
+    async fn handle(
+        &self,
+        _conn: &std::sync::Arc<ferrocket::remoting::Connection>,
+        req: RemotingCommand,
+    ) -> Option<RemotingCommand> {
+        (req.request_code() == RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT).then(|| {
+            RemotingCommand::response_to(&req, ResponseCode::SUCCESS).with_body(
+                r#"{"consumerTable":{},"messageQueueTable":{{"brokerName":"broker-t","queueId":0,"topic":"ST"}:7}}"#,
+            )
+        })
+    }
+}
+
+#[tokio::test]
+async fn consumer_status_is_asked_from_each_consumer_and_relayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let consumer = ferrocket::remoting::RemotingClient::new(
+        std::sync::Arc::new(StatusAnswering),
+        ferrocket::protocol::FrameLimits::default(),
+        tokio_util::task::TaskTracker::new(),
+        CancellationToken::new(),
+    );
+    let hb = serde_json::json!({"clientID": "c-1", "consumerDataSet": [{"groupName":"SG","subscriptionDataSet":[{"topic":"ST","subString":"*"}]}]});
+    let r = consumer
+        .invoke(
+            &b.addr,
+            request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap()),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    let admin = client();
+    let r = call_addr(&admin, &b.addr, request(RequestCode(223), &[("topic", "ST"), ("group", "SG")])).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        r#"{"consumerTable":{"c-1":{{"brokerName":"broker-t","queueId":0,"topic":"ST"}:7}},"messageQueueTable":{}}"#
+    );
+    let r = call_addr(&admin, &b.addr, request(RequestCode(223), &[("topic", "ST"), ("group", "nobody")])).await;
+    assert_eq!(r.response_code(), ResponseCode::CONSUMER_NOT_ONLINE);
+    b.stop().await;
+}

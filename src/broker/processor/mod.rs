@@ -103,6 +103,7 @@ impl BrokerProcessor {
             RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => stats::invoke_broker_to_reset_offset(b, req).await,
             RequestCode::CLONE_GROUP_OFFSET => stats::clone_group_offset(b, req),
             RequestCode::GET_CONSUMER_RUNNING_INFO => stats::get_consumer_running_info(b, req).await,
+            RequestCode(223) => stats::invoke_broker_to_get_consumer_status(b, req).await,
             RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req),

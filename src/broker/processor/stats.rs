@@ -188,3 +188,32 @@ pub async fn get_consumer_running_info(b: &BrokerInner, req: &RemotingCommand) -
         Err(e) => fail(ResponseCode::CONSUME_MSG_TIMEOUT, format!("consumer running info request failed: {e}")),
     }
 }
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): asks each online consumer of the group (or the
+/// one at `clientAddr`) for its offsets (GET_CONSUMER_STATUS_FROM_CLIENT, 221) and relays them
+/// keyed by client id (`Broker2Client.getConsumeStatus`).
+pub async fn invoke_broker_to_get_consumer_status(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = GetConsumerStatusRequestHeader::decode(&req.ext_fields)?;
+    let Some(info) = b.consumers.group(&h.group) else {
+        return fail(
+            ResponseCode::CONSUMER_NOT_ONLINE,
+            format!("No Any Consumer online in the consumer group: [{}]", h.group),
+        );
+    };
+    let mut tables = BTreeMap::new();
+    for ch in info.channels.values() {
+        if h.client_addr.as_deref().is_some_and(|a| a != ch.conn.peer().to_string()) {
+            continue;
+        }
+        let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT);
+        h.encode(&mut ask.ext_fields);
+        let Ok(answer) = ch.conn.invoke(ask, Duration::from_secs(5)).await else { continue };
+        if answer.response_code() != ResponseCode::SUCCESS {
+            continue;
+        }
+        if let Ok(entries) = parse_mq_keyed(&answer.body, "messageQueueTable") {
+            tables.insert(ch.client_id.clone(), entries.into_iter().map(|(mq, v)| (mq, v.to_string())).collect());
+        }
+    }
+    Ok(Some(ok(req).with_body(consumer_status_table(&tables))))
+}

@@ -26,6 +26,35 @@ pub fn mq_keyed(name: &str, entries: &BTreeMap<MessageQueue, String>, extra: &[(
     format!("{{{}}}", body.join(","))
 }
 
+/// Reads a fastjson map keyed by `MessageQueue` objects (`{"<member>":{{MQ}:v,…}}`).
+pub fn parse_mq_keyed(body: &[u8], member: &str) -> Result<Vec<(MessageQueue, serde_json::Value)>, String> {
+    let v: BTreeMap<String, serde_json::Value> = super::json::from_slice(body).map_err(|e| e.to_string())?;
+    let Some(serde_json::Value::Object(table)) = v.get(member) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (k, v) in table {
+        let mq: MessageQueue = serde_json::from_str(k).map_err(|e| format!("bad queue key {k}: {e}"))?;
+        out.push((mq, v.clone()));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// `GetConsumerStatusBody` as the broker answers INVOKE_BROKER_TO_GET_CONSUMER_STATUS:
+/// `{"consumerTable":{"<clientId>":{{MQ}:offset,…}},"messageQueueTable":{}}`.
+pub fn consumer_status_table(tables: &BTreeMap<String, BTreeMap<MessageQueue, String>>) -> String {
+    let clients: Vec<String> = tables
+        .iter()
+        .map(|(client, t)| {
+            let inner: Vec<String> =
+                t.iter().map(|(mq, v)| format!("{}:{v}", serde_json::to_string(mq).unwrap_or_default())).collect();
+            format!("{}:{{{}}}", serde_json::Value::String(client.clone()), inner.join(","))
+        })
+        .collect();
+    format!("{{\"consumerTable\":{{{}}},\"messageQueueTable\":{{}}}}", clients.join(","))
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicOffset {
@@ -81,6 +110,21 @@ pub struct GroupList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consumer_status_round_trip() {
+        let mq = MessageQueue { broker_name: "b".into(), queue_id: 1, topic: "T".into() };
+        let client_body =
+            br#"{"consumerTable":{},"messageQueueTable":{{"brokerName":"b","queueId":1,"topic":"T"}:42}}"#;
+        let parsed = parse_mq_keyed(client_body, "messageQueueTable").unwrap();
+        assert_eq!(parsed, vec![(mq.clone(), serde_json::json!(42))]);
+        let mut tables = BTreeMap::new();
+        tables.insert("c1".to_owned(), parsed.into_iter().map(|(m, v)| (m, v.to_string())).collect());
+        assert_eq!(
+            consumer_status_table(&tables),
+            r#"{"consumerTable":{"c1":{{"brokerName":"b","queueId":1,"topic":"T"}:42}},"messageQueueTable":{}}"#
+        );
+    }
 
     #[test]
     fn object_keys_like_fastjson_and_parse_back() {

@@ -280,3 +280,12 @@ command_header! {
         jstack_enable: bool = "jstackEnable",
     }
 }
+
+command_header! {
+    /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) and GET_CONSUMER_STATUS_FROM_CLIENT (221).
+    pub struct GetConsumerStatusRequestHeader {
+        topic: String = "topic",
+        group: String = "group",
+        client_addr: Option<String> = "clientAddr",
+    }
+}
