@@ -8,8 +8,8 @@ import org.junit.jupiter.api.extension.TestWatcher;
 
 /**
  * On a failed test, prints the log tail of every ferrocket process of every {@link BrokerDeployment}
- * running during it, and the last remoting calls the official clients made (request code → response
- * code and remark).
+ * and {@link MultiBrokerCluster} running during it, and the last remoting calls the official clients
+ * made (request code → response code and remark).
  */
 public final class BrokerLogsOnFailure implements TestWatcher, BeforeAllCallback {
     private static final int CALL_LINES = 120;
@@ -27,6 +27,11 @@ public final class BrokerLogsOnFailure implements TestWatcher, BeforeAllCallback
         for (BrokerDeployment d : BrokerDeployment.STARTED) {
             if (d.isAlive() || d.startedNanos - classStartedNanos >= 0) {
                 out.append(d).append('\n').append(d.logTails(60));
+            }
+        }
+        for (MultiBrokerCluster c : MultiBrokerCluster.STARTED) {
+            if (c.isAlive() || c.startedNanos - classStartedNanos >= 0) {
+                out.append(c).append('\n').append(c.logTails(60));
             }
         }
         List<String> calls = Arrays.asList(RecordingRpcHook.drainAll().split("\n"));

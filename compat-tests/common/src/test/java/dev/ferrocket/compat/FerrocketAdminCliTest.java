@@ -43,7 +43,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * lag, client ids, messages).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(ClusterLogsOnFailure.class)
+@ExtendWith(BrokerLogsOnFailure.class)
 class FerrocketAdminCliTest {
     static final int PERM_RW = 6;
     static final Duration CLI_TIMEOUT = Duration.ofSeconds(30);

@@ -37,7 +37,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-@ExtendWith(ClusterLogsOnFailure.class)
+@ExtendWith(BrokerLogsOnFailure.class)
 class MultiMasterTest {
     static final int PERM_RW = 6;
     static final Duration CONSUME_TIMEOUT = Duration.ofSeconds(60);
