@@ -2,7 +2,7 @@
 //! SYNC_MASTER against ASYNC_MASTER, as ratios from one run:
 //!
 //! ```text
-//! cargo run --release --example ha_bench -- [MESSAGES] [SENDERS]
+//! cargo run --release --example ha_bench -- [MESSAGES] [SENDERS] [ROUNDS]
 //! ```
 //! Each run starts a NameServer, a master and a slave on loopback (fresh directories), sends
 //! 1 KiB messages with SEND_MESSAGE_V2 from concurrent senders and records per-send latency.
@@ -125,24 +125,56 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let messages: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let senders: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(32);
+    let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3).max(1);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    println!("{messages} messages of 1 KiB, {senders} concurrent senders, master + slave on loopback");
-    let a = rt.block_on(run("ASYNC_MASTER", messages, senders))?;
-    let s = rt.block_on(run("SYNC_MASTER", messages, senders))?;
-    for (name, r) in [("ASYNC_MASTER", &a), ("SYNC_MASTER", &s)] {
+    println!(
+        "{messages} messages of 1 KiB, {senders} concurrent senders, master + slave on loopback, \
+         {rounds} rounds alternating the roles (medians reported)"
+    );
+    let mut by_role: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        // Alternate which role goes first, so neither always gets the colder machine.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let role = ROLES[i];
+            let r = rt.block_on(run(role, messages, senders))?;
+            eprintln!(
+                "round {}/{rounds} {role:13} {:9.0} msg/s   p99 {:7.2} ms   failed {}",
+                round + 1,
+                r.throughput,
+                r.p99.as_secs_f64() * 1e3,
+                r.failed
+            );
+            by_role[i].push(r);
+        }
+    }
+    let median = |runs: &[Run], f: fn(&Run) -> f64| {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let mut med = [(0.0, 0.0, 0.0); 2];
+    for (i, role) in ROLES.iter().enumerate() {
+        let runs = &by_role[i];
+        med[i] = (
+            median(runs, |r| r.throughput),
+            median(runs, |r| r.p50.as_secs_f64() * 1e3),
+            median(runs, |r| r.p99.as_secs_f64() * 1e3),
+        );
+        let failed: usize = runs.iter().map(|r| r.failed).sum();
         println!(
-            "{name:13} {:9.0} msg/s   p50 {:7.2} ms   p99 {:7.2} ms   failed {}",
-            r.throughput,
-            r.p50.as_secs_f64() * 1e3,
-            r.p99.as_secs_f64() * 1e3,
-            r.failed
+            "{role:13} {:9.0} msg/s   p50 {:7.2} ms   p99 {:7.2} ms   failed {failed}",
+            med[i].0, med[i].1, med[i].2
         );
     }
+    let (a, s) = (med[0], med[1]);
     println!(
-        "SYNC_MASTER / ASYNC_MASTER: throughput {:.2}x, p99 latency {:.2}x (cost {:.1} %)",
-        s.throughput / a.throughput,
-        s.p99.as_secs_f64() / a.p99.as_secs_f64(),
-        (1.0 - s.throughput / a.throughput) * 100.0
+        "SYNC_MASTER / ASYNC_MASTER: throughput {:.2}x, p99 latency {:.2}x (throughput cost {:.1} %)",
+        s.0 / a.0,
+        s.2 / a.2,
+        (1.0 - s.0 / a.0) * 100.0
     );
     Ok(())
 }
+
+const ROLES: [&str; 2] = ["ASYNC_MASTER", "SYNC_MASTER"];

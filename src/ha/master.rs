@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Buf;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
@@ -31,11 +32,20 @@ pub enum ReplicaWait {
     Timeout,
 }
 
+/// A SYNC_MASTER put waiting for its bytes to reach `needed` slaves.
+struct Waiter {
+    end: u64,
+    needed: usize,
+    done: oneshot::Sender<()>,
+}
+
 pub struct HaService {
     store: Arc<MessageStore>,
     /// Acknowledged offset per connected slave.
     acks: Mutex<HashMap<u64, u64>>,
-    acked: Notify,
+    /// Puts waiting for acknowledgements; each ack completes exactly the ones it covers (no
+    /// wake-up of every waiter per ack).
+    waiters: Mutex<Vec<Waiter>>,
     next_id: AtomicU64,
     /// `haMaxGapNotInSync`: a slave further behind than this does not count for SYNC_MASTER.
     max_gap: u64,
@@ -46,7 +56,7 @@ impl HaService {
         Arc::new(Self {
             store,
             acks: Mutex::new(HashMap::new()),
-            acked: Notify::new(),
+            waiters: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             max_gap,
         })
@@ -62,22 +72,73 @@ impl HaService {
         self.acks().values().filter(|a| end.saturating_sub(**a) <= self.max_gap).count()
     }
 
+    fn waiters(&self) -> std::sync::MutexGuard<'_, Vec<Waiter>> {
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The offset that at least `needed` slaves have acknowledged (0 if fewer are connected).
+    fn replicated_to(acks: &HashMap<u64, u64>, needed: usize) -> u64 {
+        if needed == 0 {
+            return u64::MAX;
+        }
+        let mut v: Vec<u64> = acks.values().copied().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v.get(needed - 1).copied().unwrap_or(0)
+    }
+
     /// Waits until `needed` slaves acknowledged `end_offset`, or `timeout`.
     pub async fn wait_for_replicas(&self, end_offset: u64, needed: usize, timeout: Duration) -> ReplicaWait {
         if self.in_sync_slaves() < needed {
             return ReplicaWait::NoSlave;
         }
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let notified = self.acked.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.acks().values().filter(|a| **a >= end_offset).count() >= needed {
+        let rx = {
+            // Checked and registered under the waiters lock, which every ack takes after
+            // recording itself: an ack cannot slip in between.
+            let mut waiters = self.waiters();
+            if Self::replicated_to(&self.acks(), needed) >= end_offset {
                 return ReplicaWait::Ok;
             }
-            tokio::select! {
-                _ = notified => {},
-                _ = tokio::time::sleep_until(deadline) => return ReplicaWait::Timeout,
+            if waiters.len() >= 1024 {
+                // Timed-out puts are normally dropped by the next ack; a silent slave sends none.
+                waiters.retain(|w| !w.done.is_closed());
+            }
+            let (done, rx) = oneshot::channel();
+            waiters.push(Waiter { end: end_offset, needed, done });
+            rx
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(())) => ReplicaWait::Ok,
+            _ => ReplicaWait::Timeout,
+        }
+    }
+
+    /// Records a slave's acknowledged offset and completes the puts it covers.
+    fn ack(&self, slave: u64, offset: u64) {
+        let acks = {
+            let mut acks = self.acks();
+            acks.insert(slave, offset);
+            acks.clone()
+        };
+        let mut waiters = self.waiters();
+        if waiters.is_empty() {
+            return;
+        }
+        let mut reached: Vec<(usize, u64)> = Vec::new();
+        let mut i = 0;
+        while i < waiters.len() {
+            let w = &waiters[i];
+            let to = match reached.iter().find(|(n, _)| *n == w.needed) {
+                Some((_, to)) => *to,
+                None => {
+                    let to = Self::replicated_to(&acks, w.needed);
+                    reached.push((w.needed, to));
+                    to
+                }
+            };
+            if w.end <= to || w.done.is_closed() {
+                let _ = waiters.swap_remove(i).done.send(());
+            } else {
+                i += 1;
             }
         }
     }
@@ -131,8 +192,7 @@ impl HaService {
                         }
                     };
                     let _ = requested.compare_exchange(u64::MAX, offset, Ordering::AcqRel, Ordering::Acquire);
-                    me.acks().insert(id, offset);
-                    me.acked.notify_waiters();
+                    me.ack(id, offset);
                 }
             }
         };
@@ -162,8 +222,10 @@ impl HaService {
                 match chunk {
                     Some(data) => {
                         let len = data.len().min(TRANSFER_BATCH);
-                        write.write_all(&encode_header(next, len)).await?;
-                        write.write_all(&data[..len]).await?;
+                        // Header and bytes in one vectored write.
+                        let header = encode_header(next, len);
+                        let mut frame = Buf::chain(&header[..], &data[..len]);
+                        write.write_all_buf(&mut frame).await?;
                         next += len as u64;
                         last_write = Instant::now();
                     }
@@ -183,5 +245,54 @@ impl HaService {
             r = reader => r,
             r = writer => r,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreConfig;
+
+    fn service(dir: &std::path::Path) -> Arc<HaService> {
+        let config = StoreConfig { store_path_root_dir: dir.to_owned(), ..Default::default() };
+        HaService::new(Arc::new(MessageStore::open(config).unwrap()), u64::MAX)
+    }
+
+    #[test]
+    fn replicated_to_is_the_nth_highest_ack() {
+        let acks: HashMap<u64, u64> = [(1, 100), (2, 300), (3, 200)].into();
+        assert_eq!(HaService::replicated_to(&acks, 0), u64::MAX);
+        assert_eq!(HaService::replicated_to(&acks, 1), 300);
+        assert_eq!(HaService::replicated_to(&acks, 2), 200);
+        assert_eq!(HaService::replicated_to(&acks, 3), 100);
+        assert_eq!(HaService::replicated_to(&acks, 4), 0);
+    }
+
+    #[tokio::test]
+    async fn a_put_completes_once_enough_slaves_acknowledged_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let ha = service(dir.path());
+        assert_eq!(ha.wait_for_replicas(10, 1, Duration::from_millis(10)).await, ReplicaWait::NoSlave);
+        ha.ack(1, 0);
+        ha.ack(2, 0);
+        let waiting = {
+            let ha = ha.clone();
+            tokio::spawn(async move { ha.wait_for_replicas(500, 2, Duration::from_secs(10)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ha.ack(1, 600);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "one slave of the two needed acknowledged");
+        ha.ack(2, 499);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "the second slave is short of the put's end");
+        ha.ack(2, 500);
+        assert_eq!(waiting.await.unwrap(), ReplicaWait::Ok);
+        // Already covered: answered without waiting.
+        assert_eq!(ha.wait_for_replicas(400, 2, Duration::from_millis(1)).await, ReplicaWait::Ok);
+        // Not covered in time.
+        assert_eq!(ha.wait_for_replicas(700, 1, Duration::from_millis(10)).await, ReplicaWait::Timeout);
+        ha.ack(1, 650);
+        assert!(ha.waiters().is_empty(), "a timed-out waiter is dropped by the next ack");
     }
 }

@@ -1,19 +1,19 @@
 //! Slave side: connects to the master's HA port, reports its CommitLog end, appends what the
 //! master streams, reconnects after faults.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::wire::{decode_header, HEADER_LEN};
+use super::wire::{decode_header, HEADER_LEN, TRANSFER_BATCH};
 use crate::store::MessageStore;
 
-const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);
 const HOUSEKEEPING: Duration = Duration::from_secs(20);
 /// A frame body larger than this is a protocol error (frames carry ≤ 32 KiB).
@@ -23,11 +23,18 @@ pub struct HaClient {
     store: Arc<MessageStore>,
     master: Mutex<Option<String>>,
     changed: Notify,
+    /// Connected to the master and hearing from it (data or heartbeats).
+    connected: AtomicBool,
 }
 
 impl HaClient {
     pub fn new(store: Arc<MessageStore>, master: Option<String>) -> Arc<Self> {
-        Arc::new(Self { store, master: Mutex::new(master.filter(|m| m.len() >= 6)), changed: Notify::new() })
+        Arc::new(Self {
+            store,
+            master: Mutex::new(master.filter(|m| m.len() >= 6)),
+            changed: Notify::new(),
+            connected: AtomicBool::new(false),
+        })
     }
 
     /// The master's HA address as the NameServer reported it.
@@ -42,6 +49,12 @@ impl HaClient {
 
     pub fn master(&self) -> Option<String> {
         self.master.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether the master is reachable now: connected, and heard from within the housekeeping
+    /// interval (it sends a heartbeat every 5 s).
+    pub fn master_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
     }
 
     /// Replicates until `shutdown`, reconnecting after errors.
@@ -59,6 +72,7 @@ impl HaClient {
                 _ = self.changed.notified() => Ok(()),
                 r = self.replicate(&addr) => r,
             };
+            self.connected.store(false, Ordering::Release);
             if let Err(e) = result {
                 warn!(master = addr, error = %e, "replication interrupted; reconnecting in 5 s");
                 tokio::select! {
@@ -75,28 +89,20 @@ impl HaClient {
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
         let _ = stream.set_nodelay(true);
         info!(master = addr, offset = self.store.commit_log_max_offset(), "connected to master for replication");
-        let (mut read, mut write) = stream.into_split();
+        let (read, mut write) = stream.into_split();
         write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
-        let mut last_report = Instant::now();
-        let mut last_read = Instant::now();
+        self.connected.store(true, Ordering::Release);
+        // A report follows every frame, heartbeats included (the master sends one every 5 s, so
+        // the slave reports at least that often), except while more received bytes wait in the
+        // buffer: one report then covers them all.
+        let mut read = BufReader::with_capacity(TRANSFER_BATCH + 2 * HEADER_LEN, read);
         let mut header = [0u8; HEADER_LEN];
         let mut body = Vec::new();
         loop {
-            let got = tokio::time::timeout(REPORT_INTERVAL, read.read_exact(&mut header)).await;
-            match got {
-                Ok(r) => {
-                    r?;
-                    last_read = Instant::now();
-                }
-                Err(_) => {
-                    if last_read.elapsed() >= HOUSEKEEPING {
-                        return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "master silent for 20 s"));
-                    }
-                    write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
-                    last_report = Instant::now();
-                    continue;
-                }
-            }
+            // Cancelled only when the master has been silent for 20 s: the connection is dropped.
+            tokio::time::timeout(HOUSEKEEPING, read.read_exact(&mut header))
+                .await
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "master silent for 20 s"))??;
             let (offset, len) = decode_header(&header).filter(|(_, l)| *l <= MAX_BODY).ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, "bad transfer header from master")
             })?;
@@ -107,9 +113,8 @@ impl HaClient {
                     .append_replicated(offset, &body)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
             }
-            if len > 0 || last_report.elapsed() >= REPORT_INTERVAL {
+            if read.buffer().is_empty() {
                 write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
-                last_report = Instant::now();
             }
         }
     }
