@@ -43,6 +43,7 @@ config_struct! {
         long_polling_enable: bool = true => "longPollingEnable",
         short_polling_time_mills: u64 = 1000 => "shortPollingTimeMills",
         slave_read_enable: bool = false => "slaveReadEnable",
+        offset_check_in_slave: bool = false => "offsetCheckInSlave",
         register_name_server_period: u64 = 30_000 => "registerNameServerPeriod",
         register_broker_timeout_mills: u64 = 24_000 => "registerBrokerTimeoutMills",
         force_register: bool = true => "forceRegister",

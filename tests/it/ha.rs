@@ -69,6 +69,32 @@ async fn sync_master_replicates_to_a_slave() {
     })
     .await;
     assert!(synced, "consumer offsets not copied to the slave");
-    slave.stop().await;
+
+    // While its master is up, the slave sends consumers back to it: FOUND suggests broker 0,
+    // and a pull with nothing new answers PULL_RETRY_IMMEDIATELY (after a short hold) instead
+    // of being held here.
+    let found = call_addr(&c, &slave.addr, pull("HA", 0, 0, 4 | 2, 5_000)).await;
+    assert_eq!(found.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(found.ext_fields.get("suggestWhichBrokerId").map(String::as_str), Some("0"));
+    let at_end = call_addr(&c, &slave.addr, pull("HA", 0, 2, 4 | 2, 5_000)).await;
+    assert_eq!(at_end.response_code(), ResponseCode::PULL_RETRY_IMMEDIATELY, "{:?}", at_end.remark);
+    assert_eq!(at_end.ext_fields.get("suggestWhichBrokerId").map(String::as_str), Some("0"));
+    assert_eq!(at_end.ext_fields.get("nextBeginOffset").map(String::as_str), Some("2"));
+
+    // Master gone: the slave serves like a master (PULL_NOT_FOUND after the hold).
     master.stop().await;
+    let serving = eventually(Duration::from_secs(30), || async {
+        call_addr(&c, &slave.addr, pull("HA", 0, 2, 4 | 2, 200)).await.response_code() == ResponseCode::PULL_NOT_FOUND
+    })
+    .await;
+    assert!(serving, "slave kept redirecting to a stopped master");
+    // A slave never moves a consumer's offset (offsetCheckInSlave=false): past its end it
+    // holds the pull, then answers PULL_RETRY_IMMEDIATELY at the same offset.
+    let ahead = call_addr(&c, &slave.addr, pull("HA", 0, 5, 4 | 2, 200)).await;
+    assert_eq!(ahead.response_code(), ResponseCode::PULL_RETRY_IMMEDIATELY, "{:?}", ahead.remark);
+    assert_eq!(ahead.ext_fields.get("nextBeginOffset").map(String::as_str), Some("5"));
+    let empty = call_addr(&c, &slave.addr, pull("HA", 1, 3, 4, 0)).await;
+    assert_eq!(empty.response_code(), ResponseCode::PULL_RETRY_IMMEDIATELY, "{:?}", empty.remark);
+    assert_eq!(empty.ext_fields.get("nextBeginOffset").map(String::as_str), Some("3"));
+    slave.stop().await;
 }

@@ -22,6 +22,9 @@ const FLAG_SUBSCRIPTION: i32 = 0x4;
 /// Java answers a suspended pull at most this late after its suspend time (re-check period).
 const MAX_SUSPEND: Duration = Duration::from_secs(60);
 
+/// How long a slave with a live master holds a pull before sending the consumer to the master.
+const SLAVE_REDIRECT_HOLD: Duration = Duration::from_secs(1);
+
 struct TagFilter(SubscriptionData);
 
 impl MessageFilter for TagFilter {
@@ -45,8 +48,46 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
     }
     let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
     let mut result = get();
+    // A slave whose master is up sends consumers back to it, as Java 5.x does: it suggests the
+    // master, and anything but FOUND becomes PULL_RETRY_IMMEDIATELY, so the consumer's next pull
+    // goes to the master. Java answers at once; a consumer whose route does not list the master
+    // yet (up to 30 s after the master returns) then spins on the slave, so ferrocket first holds
+    // the pull for up to a second. With the master down the slave serves pulls like a master.
+    let master_up = b.ha_client.as_ref().is_some_and(|c| c.master_connected());
+    if master_up && !result.suggest_pulling_from_slave {
+        let not_found = convert::pull_status_code(result.status, h.queue_offset) == ResponseCode::PULL_NOT_FOUND;
+        if h.sys_flag & FLAG_SUSPEND != 0 && not_found {
+            let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64);
+            result = long_poll(b, &h, hold.min(SLAVE_REDIRECT_HOLD), get).await;
+        }
+        let code = if result.status == GetMessageStatus::Found {
+            ResponseCode::SUCCESS
+        } else {
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        };
+        let next = kept_offset(b, &h, &result);
+        return Ok(Some(response(req, result, code, next, 0, &b.stats)));
+    }
+    // A slave (without offsetCheckInSlave) never moves a consumer's offset (Java's
+    // nextOffsetCorrection): what it lacks may be data the master had and it has not received,
+    // so PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY at the same offset, as in Java. Java
+    // answers at once, so a consumer ahead of a slave whose master is gone spins; ferrocket holds
+    // such a pull like one at the end of the queue first.
+    let slave_keeps = b.config.is_slave() && !b.config.offset_check_in_slave;
+    let code_of = |r: &GetMessageResult| {
+        let code = convert::pull_status_code(r.status, h.queue_offset);
+        if slave_keeps && code == ResponseCode::PULL_OFFSET_MOVED {
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        } else {
+            code
+        }
+    };
+    let holdable = |r: &GetMessageResult| {
+        let code = convert::pull_status_code(r.status, h.queue_offset);
+        code == ResponseCode::PULL_NOT_FOUND || (slave_keeps && code == ResponseCode::PULL_OFFSET_MOVED)
+    };
     let suspend = h.sys_flag & FLAG_SUSPEND != 0 && b.config.long_polling_enable;
-    if suspend && convert::pull_status_code(result.status, h.queue_offset) == ResponseCode::PULL_NOT_FOUND {
+    if suspend && holdable(&result) {
         let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64).min(MAX_SUSPEND);
         result = long_poll(b, &h, hold, get).await;
     } else if h.sys_flag & FLAG_SUSPEND != 0
@@ -62,7 +103,19 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
         (true, false) => group.broker_id,
         _ => 0,
     };
-    Ok(Some(response(req, &h, result, suggest, &b.stats)))
+    let code = code_of(&result);
+    let next = kept_offset(b, &h, &result);
+    Ok(Some(response(req, result, code, next, suggest, &b.stats)))
+}
+
+/// Java's `nextOffsetCorrection` on a slave without `offsetCheckInSlave`: statuses that would
+/// move the consumer (too small, overflow, empty or missing queue) leave its offset as asked.
+fn kept_offset(b: &BrokerInner, h: &PullMessageRequestHeader, r: &GetMessageResult) -> Option<i64> {
+    let corrected = !matches!(
+        r.status,
+        GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving
+    );
+    (b.config.is_slave() && !b.config.offset_check_in_slave && corrected).then_some(h.queue_offset)
 }
 
 /// Waits for a matching message on the queue, or for `hold` to pass; then reads again.
@@ -93,17 +146,17 @@ async fn long_poll(
 
 fn response(
     req: &RemotingCommand,
-    h: &PullMessageRequestHeader,
     r: GetMessageResult,
+    code: ResponseCode,
+    next_override: Option<i64>,
     suggest: i64,
     stats: &crate::broker::stats::BrokerStats,
 ) -> RemotingCommand {
-    let code = convert::pull_status_code(r.status, h.queue_offset);
     let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
-    let next = match r.status {
+    let next = next_override.unwrap_or(match r.status {
         GetMessageStatus::NoMessageInQueue | GetMessageStatus::NoMatchedLogicQueue => 0,
         _ => r.next_begin_offset,
-    };
+    });
     PullMessageResponseHeader {
         suggest_which_broker_id: suggest,
         next_begin_offset: next,
