@@ -1,7 +1,6 @@
 package dev.ferrocket.compat;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -76,12 +75,12 @@ public final class BrokerDeployment implements AutoCloseable {
         Path bin = Ferrocket.binary();
         Path dir = TestDirs.fresh("broker-" + (mode == Mode.STANDALONE ? "standalone" : "separate") + "-" + name);
         int namesrvPort = Ports.free();
-        int brokerPort = Ports.free();
+        int brokerPort = Ports.freeBrokerPort();
 
         Map<String, String> ns = new LinkedHashMap<>();
         ns.put("listenPort", Integer.toString(namesrvPort));
         ns.put("kvConfigPath", dir.resolve("kvConfig.json").toString());
-        Path nsConf = writeProperties(dir.resolve("namesrv.conf"), ns);
+        Path nsConf = ConfigFiles.write(dir.resolve("namesrv.conf"), ns);
 
         Map<String, String> b = new LinkedHashMap<>();
         b.put("brokerClusterName", CLUSTER);
@@ -96,7 +95,7 @@ public final class BrokerDeployment implements AutoCloseable {
         b.put("autoCreateSubscriptionGroup", "true");
         b.put("defaultTopicQueueNums", "8");
         b.putAll(brokerOverrides);
-        Path brokerConf = writeProperties(dir.resolve("broker.conf"), b);
+        Path brokerConf = ConfigFiles.write(dir.resolve("broker.conf"), b);
 
         Child namesrv = null;
         Child broker;
@@ -122,16 +121,6 @@ public final class BrokerDeployment implements AutoCloseable {
             System.err.println("[compat] deployment " + d + " failed to start: " + t + "\n" + d.logTails(60));
             d.close();
             throw t;
-        }
-    }
-
-    private static Path writeProperties(Path file, Map<String, String> values) {
-        StringBuilder text = new StringBuilder("# written by the compat tests\n");
-        values.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-        try {
-            return Files.writeString(file, text.toString(), StandardCharsets.ISO_8859_1);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file, e);
         }
     }
 

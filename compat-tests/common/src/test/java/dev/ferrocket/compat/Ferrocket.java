@@ -57,9 +57,7 @@ public final class Ferrocket implements AutoCloseable {
         Path configFile = dir.resolve("namesrv.properties");
         Path log = dir.resolve("ferrocket.log");
         try {
-            StringBuilder text = new StringBuilder("# written by the compat tests\n");
-            config.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-            Files.writeString(configFile, text.toString(), StandardCharsets.ISO_8859_1);
+            ConfigFiles.write(configFile, config);
             ProcessBuilder builder = new ProcessBuilder(bin.toString(), "namesrv", "-c", configFile.toString())
                 .directory(dir.toFile())
                 .redirectErrorStream(true)

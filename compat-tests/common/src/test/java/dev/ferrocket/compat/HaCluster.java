@@ -1,7 +1,6 @@
 package dev.ferrocket.compat;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -71,7 +70,7 @@ public final class HaCluster implements AutoCloseable {
             ns.put("listenPort", Integer.toString(c.namesrvPort));
             ns.put("kvConfigPath", nsDir.resolve("kvConfig.json").toString());
             ns.put("scanNotActiveBrokerInterval", "500");
-            Path nsConf = writeProperties(nsDir.resolve("namesrv.conf"), ns);
+            Path nsConf = ConfigFiles.write(nsDir.resolve("namesrv.conf"), ns);
             c.namesrv = new FerrocketProcess("namesrv", nsDir, nsDir.resolve("ferrocket.log"),
                 List.of(bin.toString(), "namesrv", "-c", nsConf.toString()));
             c.namesrv.start();
@@ -97,8 +96,8 @@ public final class HaCluster implements AutoCloseable {
     private void addBroker(Path bin, String label, int brokerId, String role, Map<String, String> extra)
         throws IOException {
         Path bDir = Files.createDirectories(dir.resolve(label));
-        int port = Ports.free();
-        int haPort = Ports.free();
+        int port = Ports.freeBrokerPort();
+        int haPort = port + 1;
         Map<String, String> b = new LinkedHashMap<>();
         b.put("brokerClusterName", CLUSTER);
         b.put("brokerName", BROKER);
@@ -117,7 +116,7 @@ public final class HaCluster implements AutoCloseable {
         // As for the Java members: a 5.x Java slave refuses pulls (SYSTEM_BUSY) without it.
         b.put("slaveReadEnable", "true");
         b.putAll(extra);
-        Path conf = writeProperties(bDir.resolve("broker.conf"), b);
+        Path conf = ConfigFiles.write(bDir.resolve("broker.conf"), b);
         ports.put(label, port);
         haPorts.put(label, haPort);
         brokers.put(label, new FerrocketProcess(label, bDir, bDir.resolve("ferrocket.log"),
@@ -128,16 +127,6 @@ public final class HaCluster implements AutoCloseable {
     public void startFerrocketSlave(Map<String, String> extra) throws Exception {
         addBroker(Ferrocket.binary(), SLAVE, 1, "SLAVE", extra);
         startBroker(SLAVE);
-    }
-
-    static Path writeProperties(Path file, Map<String, String> values) {
-        StringBuilder text = new StringBuilder("# written by the compat tests\n");
-        values.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-        try {
-            return Files.writeString(file, text.toString(), StandardCharsets.ISO_8859_1);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file, e);
-        }
     }
 
     public String namesrvAddr() {
@@ -240,6 +229,11 @@ public final class HaCluster implements AutoCloseable {
 
     /** {@link #awaitTopicOn(String, String, Duration)}, running {@code beforeEachPoll} (a Java slave's sync). */
     public void awaitTopicOn(String slaveAddr, String topic, Duration timeout, Runnable beforeEachPoll) {
+        awaitTopicOn(rpc, slaveAddr, topic, timeout, beforeEachPoll);
+    }
+
+    /** {@link #awaitTopicOn(String, String, Duration, Runnable)} with any {@link BrokerRpc}. */
+    static void awaitTopicOn(BrokerRpc rpc, String slaveAddr, String topic, Duration timeout, Runnable beforeEachPoll) {
         Wait.until("the broker at " + slaveAddr + " to have topic " + topic + " in GET_ALL_TOPIC_CONFIG (copied from"
                 + " its master)", timeout, () -> {
                 beforeEachPoll.run();

@@ -1,8 +1,5 @@
 package dev.ferrocket.compat;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,12 +7,16 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
  * Two ferrocket NameServers and two master brokers ({@code broker-a}, {@code broker-b}) of one
- * cluster, each its own process ({@code ferrocket namesrv -c}, {@code ferrocket broker -n "ns1;ns2" -c}).
+ * cluster, optionally each with a slave ({@link #slave}: {@code broker-a-slave}, brokerId 1), each its own process ({@code ferrocket namesrv -c}, {@code ferrocket broker -n "ns1;ns2" -c}).
  * Each broker registers with both NameServers. Everything lives in one directory under
  * {@link TestDirs#root()}: {@code namesrv-1/}, {@code namesrv-2/}, {@code broker-a/}, {@code broker-b/}
  * (config, {@code store/}, {@code ferrocket.log} appended across restarts).
@@ -39,6 +40,9 @@ public final class MultiBrokerCluster implements AutoCloseable {
     private final Map<String, Integer> brokerPorts = new LinkedHashMap<>();
     private final Map<String, FerrocketProcess> brokers = new LinkedHashMap<>();
     private final Map<String, Path> brokerDirs = new LinkedHashMap<>();
+    /** Process label → brokerName and brokerId (a slave's label is {@link #slave} of its group). */
+    private final Map<String, String> brokerNames = new LinkedHashMap<>();
+    private final Map<String, Long> brokerIds = new LinkedHashMap<>();
     private final List<DefaultMQAdminExt> admins = new ArrayList<>();
     final long startedNanos = System.nanoTime();
 
@@ -53,6 +57,26 @@ public final class MultiBrokerCluster implements AutoCloseable {
      * both brokers.
      */
     public static MultiBrokerCluster start(String name, Map<String, Map<String, String>> overrides) throws Exception {
+        return start(name, overrides, null);
+    }
+
+    /**
+     * Two broker groups of a master ({@code brokerRole=masterRole}) and a slave each, on two
+     * NameServers; {@code overrides} per process label ({@code broker-a}, {@link #slave}{@code ("broker-a")}, ...).
+     * Waits until both NameServers list all four.
+     */
+    public static MultiBrokerCluster startWithSlaves(String name, String masterRole,
+                                                     Map<String, Map<String, String>> overrides) throws Exception {
+        return start(name, overrides, masterRole);
+    }
+
+    /** The process label of {@code broker}'s slave. */
+    public static String slave(String broker) {
+        return broker + "-slave";
+    }
+
+    private static MultiBrokerCluster start(String name, Map<String, Map<String, String>> overrides, String masterRole)
+        throws Exception {
         Compat.init();
         Path bin = Ferrocket.binary();
         MultiBrokerCluster c = new MultiBrokerCluster(name, TestDirs.fresh("multi-" + name));
@@ -65,7 +89,7 @@ public final class MultiBrokerCluster implements AutoCloseable {
                 ns.put("listenPort", Integer.toString(port));
                 ns.put("kvConfigPath", nsDir.resolve("kvConfig.json").toString());
                 ns.put("scanNotActiveBrokerInterval", "500");
-                Path conf = writeProperties(nsDir.resolve("namesrv.conf"), ns);
+                Path conf = ConfigFiles.write(nsDir.resolve("namesrv.conf"), ns);
                 FerrocketProcess p = new FerrocketProcess("namesrv-" + i, nsDir, nsDir.resolve("ferrocket.log"),
                     List.of(bin.toString(), "namesrv", "-c", conf.toString()));
                 c.namesrvPorts.add(port);
@@ -75,50 +99,56 @@ public final class MultiBrokerCluster implements AutoCloseable {
             for (int i = 0; i < 2; i++) {
                 c.namesrvs.get(i).awaitPort(c.namesrvPorts.get(i), READY_TIMEOUT);
             }
+            List<String> labels = new ArrayList<>();
             for (String broker : BROKERS) {
-                Path bDir = Files.createDirectories(c.dir.resolve(broker));
-                int port = Ports.free();
+                labels.add(broker);
+                if (masterRole != null) {
+                    labels.add(slave(broker));
+                }
+            }
+            for (String label : labels) {
+                boolean isSlave = !BROKERS.contains(label);
+                String broker = isSlave ? label.substring(0, label.length() - "-slave".length()) : label;
+                Path bDir = Files.createDirectories(c.dir.resolve(label));
+                int port = Ports.freeBrokerPort();
                 Map<String, String> b = new LinkedHashMap<>();
                 b.put("brokerClusterName", CLUSTER);
                 b.put("brokerName", broker);
-                b.put("brokerId", "0");
+                b.put("brokerId", isSlave ? "1" : "0");
+                if (masterRole != null) {
+                    b.put("brokerRole", isSlave ? "SLAVE" : masterRole);
+                    b.put("brokerIP2", "127.0.0.1");
+                }
                 b.put("brokerIP1", "127.0.0.1");
                 b.put("listenPort", Integer.toString(port));
+                b.put("haListenPort", Integer.toString(port + 1));
                 b.put("storePathRootDir", bDir.resolve("store").toString());
                 b.put("mappedFileSizeCommitLog", Integer.toString(16 * 1024 * 1024));
                 b.put("flushDiskType", "ASYNC_FLUSH");
                 b.put("autoCreateTopicEnable", "true");
                 b.put("autoCreateSubscriptionGroup", "true");
                 b.put("defaultTopicQueueNums", "4");
-                b.putAll(overrides.getOrDefault(broker, Map.of()));
-                Path conf = writeProperties(bDir.resolve("broker.conf"), b);
-                FerrocketProcess p = new FerrocketProcess(broker, bDir, bDir.resolve("ferrocket.log"),
+                b.putAll(overrides.getOrDefault(label, Map.of()));
+                Path conf = ConfigFiles.write(bDir.resolve("broker.conf"), b);
+                FerrocketProcess p = new FerrocketProcess(label, bDir, bDir.resolve("ferrocket.log"),
                     List.of(bin.toString(), "broker", "-n", c.namesrvAddrs(), "-c", conf.toString()));
-                c.brokerPorts.put(broker, port);
-                c.brokers.put(broker, p);
-                c.brokerDirs.put(broker, bDir);
+                c.brokerPorts.put(label, port);
+                c.brokers.put(label, p);
+                c.brokerDirs.put(label, bDir);
+                c.brokerNames.put(label, broker);
+                c.brokerIds.put(label, isSlave ? 1L : 0L);
             }
             for (int i = 0; i < 2; i++) {
                 c.admins.add(Compat.admin(c.namesrvAddr(i)));
             }
-            for (String broker : BROKERS) {
-                c.startBroker(broker);
+            for (String label : labels) {
+                c.startBroker(label);
             }
             return c;
         } catch (Throwable t) {
             System.err.println("[compat] cluster " + c + " failed to start: " + t + "\n" + c.logTails(60));
             c.close();
             throw t;
-        }
-    }
-
-    private static Path writeProperties(Path file, Map<String, String> values) {
-        StringBuilder text = new StringBuilder("# written by the compat tests\n");
-        values.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
-        try {
-            return Files.writeString(file, text.toString(), StandardCharsets.ISO_8859_1);
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file, e);
         }
     }
 
@@ -167,16 +197,18 @@ public final class MultiBrokerCluster implements AutoCloseable {
         brokers.get(broker).kill();
     }
 
-    /** Waits until both NameServers list (or no longer list) {@code broker} at its address. */
-    public void awaitListed(String broker, boolean listed) {
+    /** Waits until both NameServers list (or no longer list) the broker process {@code label} at its address and id. */
+    public void awaitListed(String label, boolean listed) {
+        String broker = brokerNames.get(label);
+        long id = brokerIds.get(label);
         for (int i = 0; i < 2; i++) {
             DefaultMQAdminExt a = admins.get(i);
             Wait.until("NameServer " + (i + 1) + " (" + namesrvAddr(i) + ") to " + (listed ? "" : "no longer ")
-                    + "list " + broker + " at " + brokerAddr(broker), READY_TIMEOUT,
+                    + "list " + broker + " id " + id + " at " + brokerAddr(label), READY_TIMEOUT,
                 () -> {
                     assertNameServersAlive();
                     Generation.BrokerView view = NamesrvQueries.cluster(a).brokers().get(broker);
-                    boolean there = view != null && brokerAddr(broker).equals(view.brokerAddrs().get(0L));
+                    boolean there = view != null && brokerAddr(label).equals(view.brokerAddrs().get(id));
                     return there == listed;
                 });
         }
@@ -210,6 +242,41 @@ public final class MultiBrokerCluster implements AutoCloseable {
                     return true;
                 });
         }
+    }
+
+    /** Waits until the consumer holds exactly {@code want} ("broker:queue") of {@code topic}; nudges its rebalance. */
+    public void awaitHeld(DefaultMQPushConsumer c, String topic, Set<String> want, Duration timeout, String... down) {
+        Wait.until("the consumer to hold " + want, timeout, () -> {
+            assertAlive(down);
+            Set<String> held = FeatureClients.held(c, topic);
+            if (!held.equals(want)) {
+                FeatureClients.rebalanceNow(c);
+            }
+            return held;
+        }, want::equals);
+        FeatureClients.heartbeat(c);
+    }
+
+    /** Waits until {@code got} has every key of {@code sent}; fails early if a process not in {@code down} died. */
+    public void awaitDelivered(String what, Deliveries got, List<Deliveries.Sent> sent, Duration timeout,
+                               String... down) {
+        Wait.until(what + ": all " + sent.size() + " messages delivered", timeout, () -> {
+            assertAlive(down);
+            Set<String> have = got.keys();
+            return sent.stream().map(Deliveries.Sent::key).filter(k -> !have.contains(k))
+                .collect(Collectors.toCollection(TreeSet::new));
+        }, Set::isEmpty);
+    }
+
+    /** "broker:queue" for queues 0..perBroker-1 of each broker. */
+    public static Set<String> queues(int perBroker, String... brokers) {
+        Set<String> out = new TreeSet<>();
+        for (String b : brokers) {
+            for (int q = 0; q < perBroker; q++) {
+                out.add(b + ":" + q);
+            }
+        }
+        return out;
     }
 
     /** Fails if a NameServer has died. */

@@ -74,36 +74,16 @@ class MultiMasterTest {
         return c;
     }
 
-    /** Waits until the consumer holds exactly {@code want} ("broker:queue") of {@code topic}; nudges its rebalance. */
     void awaitHeld(DefaultMQPushConsumer c, String topic, Set<String> want, String... down) {
-        Wait.until("the consumer to hold " + want, BALANCE_TIMEOUT, () -> {
-            cluster.assertAlive(down);
-            Set<String> held = FeatureClients.held(c, topic);
-            if (!held.equals(want)) {
-                FeatureClients.rebalanceNow(c);
-            }
-            return held;
-        }, want::equals);
-        FeatureClients.heartbeat(c);
+        cluster.awaitHeld(c, topic, want, BALANCE_TIMEOUT, down);
     }
 
     static Set<String> queues(String topic, int perBroker, String... brokers) {
-        Set<String> out = new TreeSet<>();
-        for (String b : brokers) {
-            for (int q = 0; q < perBroker; q++) {
-                out.add(b + ":" + q);
-            }
-        }
-        return out;
+        return MultiBrokerCluster.queues(perBroker, brokers);
     }
 
     void awaitDelivered(String what, Deliveries got, List<Deliveries.Sent> sent, String... down) {
-        Wait.until(what + ": all " + sent.size() + " messages delivered", CONSUME_TIMEOUT, () -> {
-            cluster.assertAlive(down);
-            Set<String> have = got.keys();
-            return sent.stream().map(Deliveries.Sent::key).filter(k -> !have.contains(k))
-                .collect(Collectors.toCollection(TreeSet::new));
-        }, Set::isEmpty);
+        cluster.awaitDelivered(what, got, sent, CONSUME_TIMEOUT, down);
     }
 
     @Test

@@ -22,18 +22,29 @@ public final class Ports {
         }
     }
 
+    /** Ports {@link #freeBrokerPort} handed out in this JVM (a broker may not have bound them yet). */
+    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /**
-     * A port {@code p} such that {@code p - 2} (the Java broker's "fast" port), {@code p} and
-     * {@code p + 1} (its HA port) are all free.
+     * A port {@code p} such that {@code p - 2} (the broker's VIP/"fast" port), {@code p} and
+     * {@code p + 1} (its default HA port) are all free. Taken below Linux's ephemeral range
+     * (32768..60999), so no outgoing connection can occupy them between this check and the
+     * broker's bind, and never one handed out before in this JVM.
      */
-    public static int freeBrokerPort() {
-        for (int attempt = 0; attempt < 200; attempt++) {
-            int p = ThreadLocalRandom.current().nextInt(20_000, 40_000);
+    public static synchronized int freeBrokerPort() {
+        for (int attempt = 0; attempt < 500; attempt++) {
+            int p = ThreadLocalRandom.current().nextInt(10_002, 32_000);
+            if (HANDED_OUT.contains(p - 2) || HANDED_OUT.contains(p) || HANDED_OUT.contains(p + 1)) {
+                continue;
+            }
             if (isFree(p - 2) && isFree(p) && isFree(p + 1)) {
+                HANDED_OUT.add(p - 2);
+                HANDED_OUT.add(p);
+                HANDED_OUT.add(p + 1);
                 return p;
             }
         }
-        throw new IllegalStateException("found no free port triple (p-2, p, p+1) in 20000..40000");
+        throw new IllegalStateException("found no free port triple (p-2, p, p+1) in 10000..32000");
     }
 
     static boolean isFree(int port) {
