@@ -284,10 +284,34 @@ impl Broker {
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
-            tracker.spawn(ha.serve(listener, shutdown.clone(), tracker.clone()));
+            let (stop, ha_tracker) = (shutdown.clone(), tracker.clone());
+            let started = listener.into_std().and_then(|std| {
+                crate::ha::spawn_thread("ferrocket-ha-master", move || async move {
+                    match tokio::net::TcpListener::from_std(std) {
+                        Ok(listener) => ha.serve(listener, stop, ha_tracker).await,
+                        Err(e) => error!(error = %e, "HA listener unusable; no slave can connect"),
+                    }
+                })
+            });
+            match started {
+                Ok(finished) => {
+                    tracker.spawn(async move {
+                        let _ = finished.await;
+                    });
+                }
+                Err(e) => error!(error = %e, "cannot start the HA thread; no slave can connect"),
+            }
         }
         if let Some(client) = inner.ha_client.clone() {
-            tracker.spawn(client.run(shutdown.clone()));
+            let stop = shutdown.clone();
+            match crate::ha::spawn_thread("ferrocket-ha-slave", move || client.run(stop)) {
+                Ok(finished) => {
+                    tracker.spawn(async move {
+                        let _ = finished.await;
+                    });
+                }
+                Err(e) => error!(error = %e, "cannot start the HA thread; not replicating"),
+            }
             tracker.spawn(slave_sync::run(inner.clone(), shutdown.clone()));
         } else {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
