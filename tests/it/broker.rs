@@ -446,6 +446,12 @@ async fn consumer_status_is_asked_from_each_consumer_and_relayed() {
         String::from_utf8_lossy(&r.body),
         r#"{"consumerTable":{"c-1":{{"brokerName":"broker-t","queueId":0,"topic":"ST"}:7}},"messageQueueTable":{}}"#
     );
+    // `clientAddr` selects a client by its client id (as Java compares it)
+    let one = |id: &'static str| request(RequestCode(223), &[("topic", "ST"), ("group", "SG"), ("clientAddr", id)]);
+    let r = call_addr(&admin, &b.addr, one("c-1")).await;
+    assert!(String::from_utf8_lossy(&r.body).contains("\"c-1\""), "{}", String::from_utf8_lossy(&r.body));
+    let r = call_addr(&admin, &b.addr, one("c-2")).await;
+    assert!(!String::from_utf8_lossy(&r.body).contains("\"c-1\""), "{}", String::from_utf8_lossy(&r.body));
     let r = call_addr(&admin, &b.addr, request(RequestCode(223), &[("topic", "ST"), ("group", "nobody")])).await;
     assert_eq!(r.response_code(), ResponseCode::CONSUMER_NOT_ONLINE);
     b.stop().await;

@@ -190,7 +190,7 @@ pub async fn get_consumer_running_info(b: &BrokerInner, req: &RemotingCommand) -
 }
 
 /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): asks each online consumer of the group (or the
-/// one at `clientAddr`) for its offsets (GET_CONSUMER_STATUS_FROM_CLIENT, 221) and relays them
+/// one whose client id is `clientAddr`) for its offsets (GET_CONSUMER_STATUS_FROM_CLIENT, 221) and relays them
 /// keyed by client id (`Broker2Client.getConsumeStatus`).
 pub async fn invoke_broker_to_get_consumer_status(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = GetConsumerStatusRequestHeader::decode(&req.ext_fields)?;
@@ -202,7 +202,9 @@ pub async fn invoke_broker_to_get_consumer_status(b: &BrokerInner, req: &Remotin
     };
     let mut tables = BTreeMap::new();
     for ch in info.channels.values() {
-        if h.client_addr.as_deref().is_some_and(|a| a != ch.conn.peer().to_string()) {
+        // `clientAddr` names a client by its client id, despite the field's name (Java compares
+        // it with ClientChannelInfo.clientId); blank means every client.
+        if h.client_addr.as_deref().map(str::trim).is_some_and(|a| !a.is_empty() && a != ch.client_id) {
             continue;
         }
         let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT);

@@ -69,32 +69,23 @@ class MqadminTest {
     private DefaultMQPullConsumer reader;
     private BrokerRpc rpc;
 
+    private DeploymentClients deployment;
+
     @BeforeAll
     void setUp() throws Exception {
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "mqadmin", Map.of());
-        admin = env.admin();
-        producer = Clients.producer(env.namesrvAddr());
-        reader = Clients.pull(env.namesrvAddr(), Compat.unique("reader"));
-        rpc = new BrokerRpc();
+        deployment = DeploymentClients.start(BrokerDeployment.Mode.STANDALONE, "mqadmin");
+        env = deployment.env;
+        admin = deployment.admin;
+        producer = deployment.producer;
+        reader = deployment.reader;
+        rpc = deployment.rpc;
     }
 
     @AfterAll
     void tearDown() {
-        List<Runnable> stops = new ArrayList<>();
-        if (producer != null) {
-            stops.add(producer::shutdown);
+        if (deployment != null) {
+            deployment.close();
         }
-        if (reader != null) {
-            stops.add(reader::shutdown);
-        }
-        Clients.shutdownAll(stops, 10_000);
-        if (rpc != null) {
-            rpc.close();
-        }
-        if (env != null) {
-            env.close();
-        }
-        Clients.awaitBackgroundShutdowns(10_000);
     }
 
     void report(String format, Object... args) {
@@ -540,6 +531,76 @@ class MqadminTest {
         });
         assertEquals(want, progress, "consumerProgress (examineConsumeStats) of " + group + " on " + topic + columns);
         assertEquals(4, stats.computeTotalDiff(), "consumerProgress total diff of " + group + ": " + stats.getOffsetTable());
+    }
+
+    @Test
+    void getConsumerStatusRelaysTheOffsetsEachOnlineConsumerHolds() throws Exception {
+        String topic = Compat.unique("adm-status");
+        env.createTopic(topic, 2, 2, PERM_RW);
+        Map<Integer, List<SendResult>> sent = fill(topic, 6, 4);
+        String group = Compat.unique("cg-status");
+        Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
+        Map<String, AtomicInteger> counts2 = new ConcurrentHashMap<>();
+        DefaultMQPushConsumer c = consume(group, "status", topic, "*", counts);
+        DefaultMQPushConsumer c2 = null;
+        try {
+            awaitConsumed("status", counts, keysOf(sent, topic, null), 1);
+            String clientId = FeatureClients.clientId(c);
+            // mqadmin getConsumerStatus: INVOKE_BROKER_TO_GET_CONSUMER_STATUS; the broker asks each
+            // online consumer (GET_CONSUMER_STATUS_FROM_CLIENT) and answers with their offsets by client id
+            Map<String, Map<Integer, Long>> one = Wait.until("getConsumerStatus of " + group + " to show " + clientId
+                    + " at offsets {0=6, 1=4}", Duration.ofSeconds(10),
+                () -> byQueue(admin.getConsumeStatus(topic, group, ""), topic),
+                m -> Map.of(clientId, Map.of(0, 6L, 1, 4L)).equals(m));
+            assertEquals(Map.of(clientId, Map.of(0, 6L, 1, 4L)), one, "getConsumerStatus of one consumer");
+
+            // a second consumer: both answer, each with the queues it holds; asking one by id gets only it
+            // (not consume(): the retry topic's one queue goes to one of the two consumers only)
+            c2 = Clients.push(env.namesrvAddr(), group, "status2", topic, "*", (msgs, context) -> {
+                msgs.forEach(m -> counts2.computeIfAbsent(m.getKeys(), k -> new AtomicInteger()).incrementAndGet());
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            c2.start();
+            String clientId2 = FeatureClients.clientId(c2);
+            DefaultMQPushConsumer first = c;
+            DefaultMQPushConsumer second = c2;
+            Map<String, Map<Integer, Long>> both = Wait.until("getConsumerStatus of " + group + " to list both consumers",
+                Duration.ofSeconds(40), () -> {
+                    FeatureClients.rebalanceNow(first);
+                    FeatureClients.rebalanceNow(second);
+                    return byQueue(admin.getConsumeStatus(topic, group, ""), topic);
+                }, m -> m.keySet().equals(Set.of(clientId, clientId2)) && m.get(clientId2).size() == 1
+                    && m.get(clientId).size() == 1 && Map.of(0, 6L, 1, 4L).equals(merged(m)));
+            assertEquals(Map.of(0, 6L, 1, 4L), merged(both), "offsets of both consumers together: " + both);
+            assertEquals(Set.of(clientId2), byQueue(admin.getConsumeStatus(topic, group, clientId2), topic).keySet(),
+                "getConsumerStatus asked for " + clientId2 + " only");
+        } finally {
+            if (c2 != null) {
+                c2.shutdown();
+            }
+            c.shutdown();
+        }
+    }
+
+    static Map<Integer, Long> merged(Map<String, Map<Integer, Long>> byClient) {
+        Map<Integer, Long> out = new TreeMap<>();
+        byClient.values().forEach(out::putAll);
+        return out;
+    }
+
+    /** Client id → (queue id of {@code topic} → offset) from getConsumeStatus's answer. */
+    static Map<String, Map<Integer, Long>> byQueue(Map<String, Map<MessageQueue, Long>> status, String topic) {
+        Map<String, Map<Integer, Long>> out = new TreeMap<>();
+        status.forEach((client, offsets) -> {
+            Map<Integer, Long> q = new TreeMap<>();
+            offsets.forEach((mq, o) -> {
+                if (mq.getTopic().equals(topic)) {
+                    q.put(mq.getQueueId(), o);
+                }
+            });
+            out.put(client, q);
+        });
+        return out;
     }
 
     @Test
