@@ -89,32 +89,23 @@ abstract class BrokerClientTests {
 
     protected abstract BrokerDeployment.Mode mode();
 
+    private DeploymentClients deployment;
+
     @BeforeAll
     void setUp() throws Exception {
-        env = BrokerDeployment.start(mode(), "clients", Map.of());
-        admin = env.admin();
-        producer = Clients.producer(env.namesrvAddr());
-        reader = Clients.pull(env.namesrvAddr(), Compat.unique("reader"));
-        rpc = new BrokerRpc();
+        deployment = DeploymentClients.start(mode(), "clients");
+        env = deployment.env;
+        admin = deployment.admin;
+        producer = deployment.producer;
+        reader = deployment.reader;
+        rpc = deployment.rpc;
     }
 
     @AfterAll
     void tearDown() {
-        List<Runnable> stops = new ArrayList<>();
-        if (producer != null) {
-            stops.add(producer::shutdown);
+        if (deployment != null) {
+            deployment.close();
         }
-        if (reader != null) {
-            stops.add(reader::shutdown);
-        }
-        Clients.shutdownAll(stops, 10_000);
-        if (rpc != null) {
-            rpc.close();
-        }
-        if (env != null) {
-            env.close();
-        }
-        Clients.awaitBackgroundShutdowns(10_000);
     }
 
     // ------------------------------------------------------------------ helpers

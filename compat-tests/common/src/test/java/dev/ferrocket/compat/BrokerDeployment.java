@@ -1,20 +1,12 @@
 package dev.ferrocket.compat;
 
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -52,14 +44,14 @@ public final class BrokerDeployment implements AutoCloseable {
     private final Path dir;
     private final int namesrvPort;
     private final int brokerPort;
-    private final Child namesrv;
-    private final Child broker;
+    private final FerrocketProcess namesrv;
+    private final FerrocketProcess broker;
     final long startedNanos = System.nanoTime();
     private DefaultMQAdminExt admin;
     private volatile long lastStopMillis = -1;
 
-    private BrokerDeployment(Mode mode, String name, Path dir, int namesrvPort, int brokerPort, Child namesrv,
-                             Child broker) {
+    private BrokerDeployment(Mode mode, String name, Path dir, int namesrvPort, int brokerPort, FerrocketProcess namesrv,
+                             FerrocketProcess broker) {
         this.mode = mode;
         this.name = name;
         this.dir = dir;
@@ -97,15 +89,15 @@ public final class BrokerDeployment implements AutoCloseable {
         b.putAll(brokerOverrides);
         Path brokerConf = ConfigFiles.write(dir.resolve("broker.conf"), b);
 
-        Child namesrv = null;
-        Child broker;
+        FerrocketProcess namesrv = null;
+        FerrocketProcess broker;
         if (mode == Mode.STANDALONE) {
-            broker = new Child("standalone", dir, dir.resolve("ferrocket-standalone.log"),
+            broker = new FerrocketProcess("standalone", dir, dir.resolve("ferrocket-standalone.log"),
                 List.of(bin.toString(), "standalone", "-c", brokerConf.toString(), "--namesrv-config", nsConf.toString()));
         } else {
-            namesrv = new Child("namesrv", dir, dir.resolve("ferrocket-namesrv.log"),
+            namesrv = new FerrocketProcess("namesrv", dir, dir.resolve("ferrocket-namesrv.log"),
                 List.of(bin.toString(), "namesrv", "-c", nsConf.toString()));
-            broker = new Child("broker", dir, dir.resolve("ferrocket-broker.log"),
+            broker = new FerrocketProcess("broker", dir, dir.resolve("ferrocket-broker.log"),
                 List.of(bin.toString(), "broker", "-n", "127.0.0.1:" + namesrvPort, "-c", brokerConf.toString()));
         }
         BrokerDeployment d = new BrokerDeployment(mode, name, dir, namesrvPort, brokerPort, namesrv, broker);
@@ -190,20 +182,20 @@ public final class BrokerDeployment implements AutoCloseable {
 
     /** Fails if a process that should run has died: a crash must not pass for a missing answer. */
     public void assertAlive() {
-        for (Child c : children()) {
-            if (c.process != null && !c.process.isAlive()) {
-                throw new AssertionError(c.label + " of " + this + " died with exit code " + c.process.exitValue()
+        for (FerrocketProcess c : children()) {
+            if (c.everStarted() && !c.isAlive()) {
+                throw new AssertionError(c.label + " of " + this + " died with exit code " + c.exitCode()
                     + "\n" + c.logTail(60));
             }
         }
     }
 
     boolean isAlive() {
-        return children().stream().anyMatch(Child::isAlive);
+        return children().stream().anyMatch(FerrocketProcess::isAlive);
     }
 
-    private List<Child> children() {
-        List<Child> all = new ArrayList<>();
+    private List<FerrocketProcess> children() {
+        List<FerrocketProcess> all = new ArrayList<>();
         if (namesrv != null) {
             all.add(namesrv);
         }
@@ -236,7 +228,7 @@ public final class BrokerDeployment implements AutoCloseable {
     /** The last {@code lines} lines of every process log of this deployment. */
     public String logTails(int lines) {
         StringBuilder out = new StringBuilder();
-        for (Child c : children()) {
+        for (FerrocketProcess c : children()) {
             out.append(c.logTail(lines)).append('\n');
         }
         return out.toString();
@@ -254,14 +246,14 @@ public final class BrokerDeployment implements AutoCloseable {
             Clients.shutdownInBackground("admin of " + name, a::shutdown);
         }
         // Broker first, so it can unregister from a NameServer that is still there.
-        List<Child> order = new ArrayList<>(children());
+        List<FerrocketProcess> order = new ArrayList<>(children());
         java.util.Collections.reverse(order);
-        for (Child c : order) {
+        for (FerrocketProcess c : order) {
             try {
                 c.terminate(CLOSE_GRACE);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                c.kill0();
+                c.killNow();
             }
         }
     }
@@ -270,110 +262,5 @@ public final class BrokerDeployment implements AutoCloseable {
     public String toString() {
         return "ferrocket " + mode.name().toLowerCase() + " deployment '" + name + "' (namesrv " + namesrvAddr()
             + ", broker " + brokerAddr() + ", " + dir + ")";
-    }
-
-    /** One ferrocket child process; its log is appended to across restarts. */
-    static final class Child {
-        final String label;
-        final Path workDir;
-        final Path log;
-        final List<String> command;
-        volatile Process process;
-        private int starts;
-
-        Child(String label, Path workDir, Path log, List<String> command) {
-            this.label = label;
-            this.workDir = workDir;
-            this.log = log;
-            this.command = command;
-        }
-
-        boolean isAlive() {
-            Process p = process;
-            return p != null && p.isAlive();
-        }
-
-        void start() throws IOException {
-            starts++;
-            Files.writeString(log, "==== [compat] start #" + starts + " at " + Instant.now() + ": "
-                    + String.join(" ", command) + "\n", StandardCharsets.UTF_8,
-                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-            ProcessBuilder builder = new ProcessBuilder(command)
-                .directory(workDir.toFile())
-                .redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-            if (System.getenv("RUST_LOG") == null) {
-                builder.environment().put("RUST_LOG", System.getProperty("ferrocket.rustLog", "info"));
-            }
-            process = builder.start();
-        }
-
-        void awaitPort(int port, Duration timeout) {
-            long deadline = System.nanoTime() + timeout.toNanos();
-            while (System.nanoTime() - deadline < 0) {
-                if (!process.isAlive()) {
-                    throw new IllegalStateException("ferrocket " + label + " exited with code " + process.exitValue()
-                        + " before listening on port " + port + "\n" + logTail(60));
-                }
-                try (Socket socket = new Socket()) {
-                    socket.connect(new InetSocketAddress("127.0.0.1", port), 200);
-                    return;
-                } catch (IOException notYet) {
-                    Wait.sleep(50);
-                }
-            }
-            throw new IllegalStateException("ferrocket " + label + " did not accept connections on port " + port
-                + " within " + timeout.toSeconds() + " s\n" + logTail(60));
-        }
-
-        /** SIGTERM, then SIGKILL after {@code timeout}; returns the exit code (-1 if it had to be killed). */
-        int terminate(Duration timeout) throws InterruptedException {
-            Process p = process;
-            if (p == null) {
-                return -1;
-            }
-            if (!p.isAlive()) {
-                return p.exitValue();
-            }
-            p.destroy();
-            if (p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                return p.exitValue();
-            }
-            System.err.println("[compat] ferrocket " + label + " (" + log.getParent().getFileName()
-                + ") did not exit within " + timeout.toSeconds() + " s of SIGTERM, killing it");
-            kill0();
-            return -1;
-        }
-
-        void kill() throws InterruptedException {
-            Process p = process;
-            if (p != null) {
-                p.destroyForcibly();
-                if (!p.waitFor(10, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("ferrocket " + label + " survived SIGKILL for 10 s");
-                }
-            }
-        }
-
-        void kill0() {
-            Process p = process;
-            if (p != null) {
-                p.destroyForcibly();
-            }
-        }
-
-        String logTail(int lines) {
-            List<String> all;
-            try {
-                all = Files.exists(log) ? Files.readAllLines(log, StandardCharsets.UTF_8) : List.of();
-            } catch (IOException e) {
-                return "(cannot read " + log + ": " + e + ")";
-            }
-            List<String> tail = new ArrayList<>(all.subList(Math.max(0, all.size() - lines), all.size()));
-            Process p = process;
-            String state = p == null ? "never started" : p.isAlive() ? "running" : "exited " + p.exitValue();
-            return "---- last " + tail.size() + " of " + all.size() + " lines of " + log + " (" + state + ") ----\n"
-                + String.join("\n", tail) + "\n---- end of ferrocket " + label + " log ----";
-        }
     }
 }

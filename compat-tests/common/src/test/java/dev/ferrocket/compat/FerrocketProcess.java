@@ -14,7 +14,8 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One ferrocket child process of a {@link MultiBrokerCluster} ({@code namesrv} or {@code broker}),
+ * One ferrocket child process of a {@link BrokerDeployment}, {@link MultiBrokerCluster} or
+ * {@link HaCluster} ({@code namesrv}, {@code broker} or {@code standalone}),
  * restartable with the same command line. Its stdout and stderr are appended to one log file across
  * restarts, with a header line per start.
  */
@@ -113,6 +114,14 @@ final class FerrocketProcess {
             if (!p.waitFor(10, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("ferrocket " + label + " survived SIGKILL for 10 s");
             }
+        }
+    }
+
+    /** SIGKILL without waiting (when the caller was interrupted). */
+    void killNow() {
+        Process p = process;
+        if (p != null) {
+            p.destroyForcibly();
         }
     }
 
