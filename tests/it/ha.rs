@@ -98,3 +98,32 @@ async fn sync_master_replicates_to_a_slave() {
     assert_eq!(empty.ext_fields.get("nextBeginOffset").map(String::as_str), Some("3"));
     slave.stop().await;
 }
+
+/// With slaveReadEnable, the master sends a consumer reading data no longer in memory
+/// (accessMessageInMemoryMaxRatio of RAM behind the CommitLog's end) to the group's
+/// whichBrokerWhenConsumeSlowly (1), and keeps one reading recent data on the group's brokerId (0).
+#[tokio::test]
+async fn master_suggests_the_slave_to_consumers_reading_data_no_longer_in_memory() {
+    let c = client();
+    for (ratio, slave_read, want) in [(0, true, "1"), (40, true, "0"), (0, false, "0")] {
+        let dir = tempfile::tempdir().unwrap();
+        let b = super::broker::start_broker(dir.path(), |c| {
+            c.slave_read_enable = slave_read;
+            c.access_message_in_memory_max_ratio = ratio;
+        })
+        .await;
+        for i in 0..3 {
+            let r = call_addr(&c, &b.addr, send("SLOW", 0, format!("m{i}").as_bytes(), "A")).await;
+            assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        }
+        wait_max_offset(&c, &b.addr, "SLOW", 0, 3).await;
+        let r = call_addr(&c, &b.addr, pull("SLOW", 0, 0, 4, 0)).await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        assert_eq!(
+            r.ext_fields.get("suggestWhichBrokerId").map(String::as_str),
+            Some(want),
+            "accessMessageInMemoryMaxRatio={ratio} slaveReadEnable={slave_read}"
+        );
+        b.stop().await;
+    }
+}

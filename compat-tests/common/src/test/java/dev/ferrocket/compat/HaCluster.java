@@ -60,6 +60,17 @@ public final class HaCluster implements AutoCloseable {
      */
     public static HaCluster start(String name, String masterRole, boolean master, boolean slave,
                                   Map<String, String> slaveExtra) throws Exception {
+        return start(name, masterRole, master ? Map.of() : null, slave ? slaveExtra : null);
+    }
+
+    /**
+     * Starts the NameServer, a ferrocket master unless {@code masterExtra} is null and a ferrocket
+     * slave unless {@code slaveExtra} is null, each with those keys added to its broker.conf.
+     */
+    public static HaCluster start(String name, String masterRole, Map<String, String> masterExtra,
+                                  Map<String, String> slaveExtra) throws Exception {
+        boolean master = masterExtra != null;
+        boolean slave = slaveExtra != null;
         Compat.init();
         Path bin = Ferrocket.binary();
         HaCluster c = new HaCluster(name, TestDirs.fresh("ha-" + name));
@@ -78,7 +89,7 @@ public final class HaCluster implements AutoCloseable {
             c.admin = Compat.admin(c.namesrvAddr());
             c.rpc = new BrokerRpc();
             if (master) {
-                c.addBroker(bin, MASTER, 0, masterRole, Map.of());
+                c.addBroker(bin, MASTER, 0, masterRole, masterExtra);
                 c.startBroker(MASTER);
             }
             if (slave) {

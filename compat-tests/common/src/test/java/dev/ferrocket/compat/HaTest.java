@@ -333,4 +333,72 @@ class HaTest {
             c.close();
         }
     }
+
+    /**
+     * Test 5: slaveReadEnable with accessMessageInMemoryMaxRatio=0 (every message counts as no longer
+     * in memory): the master answers the consumer's pulls with suggestWhichBrokerId = the group's
+     * whichBrokerWhenConsumeSlowly (1), and the official consumer then pulls from the slave, which
+     * keeps it (its data is "on disk" too). Every message is consumed once; the slave's runtime
+     * stats show it served them.
+     */
+    @Test
+    void consumerReadingDataNoLongerInMemoryIsSentToTheSlave() throws Exception {
+        Map<String, String> slow = Map.of("slaveReadEnable", "true", "accessMessageInMemoryMaxRatio", "0");
+        HaCluster c = HaCluster.start("slow-consumer", "ASYNC_MASTER", slow, slow);
+        DefaultMQProducer producer = null;
+        DefaultMQPushConsumer consumer = null;
+        try {
+            String topic = Compat.unique("ha-slow");
+            c.createTopic(topic, QUEUES);
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), topic, Duration.ofSeconds(30));
+            producer = Clients.producer(c.namesrvAddr());
+            List<Deliveries.Sent> sent = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                String key = "slow-" + i;
+                SendResult r = producer.send(Clients.message(topic, "data", key, body(key)));
+                assertEquals(SendStatus.SEND_OK, r.getSendStatus(), "send of " + key);
+                sent.add(new Deliveries.Sent(topic, key, "data", body(key)));
+            }
+            // SEND_OK comes once the CommitLog has the message; the ConsumeQueue (max offset) follows.
+            Map<Integer, Long> masterMax = Wait.until("the master's max offsets of " + topic + " to add up to "
+                    + sent.size(), Duration.ofSeconds(10), () -> c.maxOffsets(c.addr(HaCluster.MASTER), topic, QUEUES),
+                m -> m.values().stream().mapToLong(Long::longValue).sum() == sent.size());
+            Wait.until("the slave's max offsets of " + topic + " to equal the master's " + masterMax,
+                Duration.ofSeconds(30), () -> c.maxOffsets(c.addr(HaCluster.SLAVE), topic, QUEUES), masterMax::equals);
+            long slaveBefore = gets(c, HaCluster.SLAVE);
+            long masterBefore = gets(c, HaCluster.MASTER);
+
+            Deliveries deliveries = new Deliveries();
+            consumer = Clients.push(c.namesrvAddr(), Compat.unique("ha-slow-group"), "slow", topic, "*",
+                deliveries.listener("slow"));
+            consumer.setPullBatchSize(4);
+            consumer.start();
+            Wait.until("all " + sent.size() + " messages consumed", CONSUME_TIMEOUT, () -> deliveries.hasAll(sent, null));
+            int dups = Deliveries.assertExactly("messages consumed via the slave", sent, deliveries.all());
+            long bySlave = gets(c, HaCluster.SLAVE) - slaveBefore;
+            long byMaster = gets(c, HaCluster.MASTER) - masterBefore;
+            System.out.println("[compat] HA slow consumer: " + sent.size() + " messages, " + byMaster
+                + " served by the master (first pulls, before its suggestion), " + bySlave + " by the slave, "
+                + dups + " duplicates");
+            assertTrue(bySlave > 0, "the slave served none of the messages (master " + byMaster + ")");
+            assertTrue(bySlave >= sent.size() - byMaster, "every message the master did not serve came from the "
+                + "slave: master " + byMaster + ", slave " + bySlave);
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            if (consumer != null) {
+                Clients.shutdownInBackground("ha slow consumer", consumer::shutdown);
+            }
+            if (producer != null) {
+                Clients.shutdownInBackground("ha slow producer", producer::shutdown);
+            }
+            c.close();
+        }
+    }
+
+    /** Messages the broker has served to consumers since it started (runtime stats). */
+    private static long gets(HaCluster c, String label) throws Exception {
+        return Long.parseLong(c.admin().fetchBrokerRuntimeStats(c.addr(label)).getTable().get("msgGetTotalTodayNow"));
+    }
 }
