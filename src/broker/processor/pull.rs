@@ -48,26 +48,6 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
     }
     let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
     let mut result = get();
-    // A slave whose master is up sends consumers back to it, as Java 5.x does: it suggests the
-    // master, and anything but FOUND becomes PULL_RETRY_IMMEDIATELY, so the consumer's next pull
-    // goes to the master. Java answers at once; a consumer whose route does not list the master
-    // yet (up to 30 s after the master returns) then spins on the slave, so ferrocket first holds
-    // the pull for up to a second. With the master down the slave serves pulls like a master.
-    let master_up = b.ha_client.as_ref().is_some_and(|c| c.master_connected());
-    if master_up && !result.suggest_pulling_from_slave {
-        let not_found = convert::pull_status_code(result.status, h.queue_offset) == ResponseCode::PULL_NOT_FOUND;
-        if h.sys_flag & FLAG_SUSPEND != 0 && not_found {
-            let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64);
-            result = long_poll(b, &h, hold.min(SLAVE_REDIRECT_HOLD), get).await;
-        }
-        let code = if result.status == GetMessageStatus::Found {
-            ResponseCode::SUCCESS
-        } else {
-            ResponseCode::PULL_RETRY_IMMEDIATELY
-        };
-        let next = kept_offset(b, &h, &result);
-        return Ok(Some(response(req, result, code, next, 0, &b.stats)));
-    }
     // A slave (without offsetCheckInSlave) never moves a consumer's offset (Java's
     // nextOffsetCorrection): what it lacks may be data the master had and it has not received,
     // so PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY at the same offset, as in Java. Java
@@ -86,6 +66,25 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
         let code = convert::pull_status_code(r.status, h.queue_offset);
         code == ResponseCode::PULL_NOT_FOUND || (slave_keeps && code == ResponseCode::PULL_OFFSET_MOVED)
     };
+    // A slave whose master is up sends consumers back to it, as Java 5.x does: it suggests the
+    // master, and anything but FOUND becomes PULL_RETRY_IMMEDIATELY, so the consumer's next pull
+    // goes to the master. Java answers at once; a consumer whose route does not list the master
+    // yet (up to 30 s after the master returns) then spins on the slave, so ferrocket first holds
+    // the pull for up to a second. With the master down the slave serves pulls like a master.
+    let master_up = b.ha_client.as_ref().is_some_and(|c| c.master_connected());
+    if master_up && !result.suggest_pulling_from_slave {
+        if h.sys_flag & FLAG_SUSPEND != 0 && holdable(&result) {
+            let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64);
+            result = long_poll(b, &h, hold.min(SLAVE_REDIRECT_HOLD), get).await;
+        }
+        let code = if result.status == GetMessageStatus::Found {
+            ResponseCode::SUCCESS
+        } else {
+            ResponseCode::PULL_RETRY_IMMEDIATELY
+        };
+        let next = kept_offset(b, &h, &result);
+        return Ok(Some(response(req, result, code, next, 0, &b.stats)));
+    }
     let suspend = h.sys_flag & FLAG_SUSPEND != 0 && b.config.long_polling_enable;
     if suspend && holdable(&result) {
         let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64).min(MAX_SUSPEND);
