@@ -227,11 +227,7 @@ public final class BrokerDeployment implements AutoCloseable {
 
     /** The last {@code lines} lines of every process log of this deployment. */
     public String logTails(int lines) {
-        StringBuilder out = new StringBuilder();
-        for (FerrocketProcess c : children()) {
-            out.append(c.logTail(lines)).append('\n');
-        }
-        return out.toString();
+        return FerrocketProcess.logTails(children(), lines);
     }
 
     /** Stops the admin client and SIGTERMs the processes (SIGKILL after 5 s). */
@@ -248,14 +244,7 @@ public final class BrokerDeployment implements AutoCloseable {
         // Broker first, so it can unregister from a NameServer that is still there.
         List<FerrocketProcess> order = new ArrayList<>(children());
         java.util.Collections.reverse(order);
-        for (FerrocketProcess c : order) {
-            try {
-                c.terminate(CLOSE_GRACE);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                c.killNow();
-            }
-        }
+        FerrocketProcess.terminateAll(order, CLOSE_GRACE);
     }
 
     @Override

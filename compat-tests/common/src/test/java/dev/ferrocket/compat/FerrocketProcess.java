@@ -117,6 +117,31 @@ final class FerrocketProcess {
         }
     }
 
+    /**
+     * SIGTERMs {@code processes} in this order, each given {@code grace} before SIGKILL. If the
+     * caller is interrupted, the current and all remaining processes are SIGKILLed without waiting.
+     */
+    static void terminateAll(List<FerrocketProcess> processes, Duration grace) {
+        for (int i = 0; i < processes.size(); i++) {
+            try {
+                processes.get(i).terminate(grace);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                processes.subList(i, processes.size()).forEach(FerrocketProcess::killNow);
+                return;
+            }
+        }
+    }
+
+    /** The last {@code lines} lines of each process's log, one after the other. */
+    static String logTails(List<FerrocketProcess> processes, int lines) {
+        StringBuilder out = new StringBuilder();
+        for (FerrocketProcess p : processes) {
+            out.append(p.logTail(lines)).append('\n');
+        }
+        return out.toString();
+    }
+
     /** SIGKILL without waiting (when the caller was interrupted). */
     void killNow() {
         Process p = process;

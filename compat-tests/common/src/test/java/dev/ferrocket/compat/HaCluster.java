@@ -259,14 +259,12 @@ public final class HaCluster implements AutoCloseable {
     }
 
     public String logTails(int lines) {
-        StringBuilder out = new StringBuilder();
+        List<FerrocketProcess> all = new ArrayList<>();
         if (namesrv != null) {
-            out.append(namesrv.logTail(lines)).append('\n');
+            all.add(namesrv);
         }
-        for (FerrocketProcess p : brokers.values()) {
-            out.append(p.logTail(lines)).append('\n');
-        }
-        return out.toString();
+        all.addAll(brokers.values());
+        return FerrocketProcess.logTails(all, lines);
     }
 
     public Path dir() {
@@ -288,14 +286,7 @@ public final class HaCluster implements AutoCloseable {
         if (namesrv != null) {
             order.add(namesrv);
         }
-        for (FerrocketProcess p : order) {
-            try {
-                p.terminate(CLOSE_GRACE);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+        FerrocketProcess.terminateAll(order, CLOSE_GRACE);
     }
 
     @Override

@@ -308,14 +308,9 @@ public final class MultiBrokerCluster implements AutoCloseable {
 
     /** The last {@code lines} lines of every process log. */
     public String logTails(int lines) {
-        StringBuilder out = new StringBuilder();
-        for (FerrocketProcess p : namesrvs) {
-            out.append(p.logTail(lines)).append('\n');
-        }
-        for (FerrocketProcess p : brokers.values()) {
-            out.append(p.logTail(lines)).append('\n');
-        }
-        return out.toString();
+        List<FerrocketProcess> all = new ArrayList<>(namesrvs);
+        all.addAll(brokers.values());
+        return FerrocketProcess.logTails(all, lines);
     }
 
     @Override
@@ -326,14 +321,7 @@ public final class MultiBrokerCluster implements AutoCloseable {
         admins.clear();
         List<FerrocketProcess> order = new ArrayList<>(brokers.values());
         order.addAll(namesrvs);
-        for (FerrocketProcess p : order) {
-            try {
-                p.terminate(CLOSE_GRACE);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-        }
+        FerrocketProcess.terminateAll(order, CLOSE_GRACE);
     }
 
     @Override
