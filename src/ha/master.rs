@@ -114,15 +114,13 @@ impl HaService {
 
     /// Records a slave's acknowledged offset and completes the puts it covers.
     fn ack(&self, slave: u64, offset: u64) {
-        let acks = {
-            let mut acks = self.acks();
-            acks.insert(slave, offset);
-            acks.clone()
-        };
+        self.acks().insert(slave, offset);
+        // Lock order as in wait_for_replicas: waiters, then acks.
         let mut waiters = self.waiters();
         if waiters.is_empty() {
             return;
         }
+        let acks = self.acks();
         let mut reached: Vec<(usize, u64)> = Vec::new();
         let mut i = 0;
         while i < waiters.len() {
