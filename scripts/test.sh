@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The full test suite: formatting, lints, Rust tests, then the Java compatibility suite
-# (official RocketMQ Java clients 5.x and 4.9.x against a ferrocket started by the tests).
+# The full test suite: formatting, lints, Rust tests, then the compatibility suites (official
+# RocketMQ Java clients 5.x and 4.9.x, then the official Go client, against a ferrocket started by
+# the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +16,5 @@ cargo build --release
 echo "== compat-tests (official Java clients)"
 # Timing-sensitive end-to-end tests that fail once are run again (reported as flakes by Surefire).
 mvn -f compat-tests -B -ntp test -Dsurefire.rerunFailingTestsCount=2 -Dferrocket.bin="$PWD/target/release/ferrocket"
+echo "== compat-tests/go (official Go client)"
+(export FERROCKET_BIN="$PWD/target/release/ferrocket"; cd compat-tests/go && go test -count=1 -timeout 10m -v ./...)

@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(m.total_size, d.size);
                 pos += d.size as usize;
             }
-            RecordCheck::Blank | RecordCheck::Invalid(_) => break,
+            RecordCheck::Blank | RecordCheck::Truncated { .. } | RecordCheck::Invalid(_) => break,
         }
     }
 });

@@ -46,13 +46,11 @@ impl RebalanceLockManager {
         }
     }
 
-    /// Whether any queue of `topic` is locked by a live owner in `group` (orderly retries go to
-    /// the DLQ while locks are held, as in Java).
-    pub fn is_locked(&self, group: &str, mq: &MessageQueue, client: &str) -> bool {
+    /// `isLockAllExpired`: true when no queue of `group` has a live lock. While an orderly
+    /// consumer holds locks, a message it sends back past its retries goes to the DLQ at once.
+    pub fn is_lock_all_expired(&self, group: &str) -> bool {
         let locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        locks
-            .get(&(group.to_owned(), mq.clone()))
-            .is_some_and(|(owner, at)| owner == client && at.elapsed() <= LOCK_MAX_LIVE)
+        !locks.iter().any(|((g, _), (_, at))| g == group && at.elapsed() <= LOCK_MAX_LIVE)
     }
 }
 
@@ -72,8 +70,19 @@ mod tests {
         assert_eq!(m.try_lock_batch("G", &[mq(0)], "c1"), vec![mq(0)], "owner re-locks");
         assert_eq!(m.try_lock_batch("other", &[mq(0)], "c2"), vec![mq(0)], "per group");
         m.unlock_batch("G", &[mq(0)], "c2");
-        assert!(m.is_locked("G", &mq(0), "c1"), "only the owner unlocks");
+        assert_eq!(m.try_lock_batch("G", &[mq(0)], "c2"), vec![], "only the owner unlocks");
         m.unlock_batch("G", &[mq(0)], "c1");
         assert_eq!(m.try_lock_batch("G", &[mq(0)], "c2"), vec![mq(0)]);
+    }
+
+    #[test]
+    fn lock_all_expired_per_group() {
+        let m = RebalanceLockManager::default();
+        assert!(m.is_lock_all_expired("G"));
+        m.try_lock_batch("G", &[mq(0)], "c1");
+        assert!(!m.is_lock_all_expired("G"));
+        assert!(m.is_lock_all_expired("other"));
+        m.unlock_batch("G", &[mq(0)], "c1");
+        assert!(m.is_lock_all_expired("G"));
     }
 }

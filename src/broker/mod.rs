@@ -91,7 +91,13 @@ pub struct BrokerInner {
     pub outbound: RemotingClient<NoCallbacks>,
     /// Sends in progress; a send that cannot get a permit in time is answered SYSTEM_BUSY.
     pub send_permits: Semaphore,
+    /// Slave: rung when the dispatcher learned a topic from replicated records.
+    pub topics_learned: Notify,
 }
+
+/// `DefaultMQProducer.defaultTopicQueueNums`: the queues a client asks for when its send
+/// auto-creates a topic (capped by the default topic's queues).
+const CLIENT_DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 
 impl BrokerInner {
     /// Persists topics and asks for an immediate registration (topic created or changed).
@@ -100,19 +106,24 @@ impl BrokerInner {
         self.register_now.notify_one();
     }
 
-    /// Writes topics.json off the async workers.
-    pub async fn persist_topics(self: &Arc<Self>) {
-        let me = self.clone();
-        match tokio::task::spawn_blocking(move || me.topics.persist()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => error!(error = %e, "cannot persist topics.json"),
-            Err(e) => error!(error = %e, "persisting topics.json panicked"),
-        }
+    /// Returns once topics.json holds every topic change made so far (written off the async
+    /// workers; a failed write is logged by the file's writer, once).
+    pub async fn persist_topics(&self) {
+        let _ = self.topics.persist().await;
     }
 
-    pub fn persist_groups(&self) {
-        if let Err(e) = self.groups.persist() {
-            error!(error = %e, "cannot persist subscriptionGroup.json");
+    /// Returns once subscriptionGroup.json holds every group change made so far.
+    pub async fn persist_groups(&self) {
+        let _ = self.groups.persist().await;
+    }
+
+    /// Slave: learns the topic of a dispatched record when it does not know it (or not that
+    /// queue), so that everything it holds is consumable even if its master died before the
+    /// metadata sync copied the topic. Runs on the dispatcher thread: in memory only.
+    fn learn_topic(&self, topic: &str, queue_id: i32) {
+        let default_queues = self.config.default_topic_queue_nums.min(CLIENT_DEFAULT_TOPIC_QUEUE_NUMS);
+        if self.topics.learn(topic, queue_id, default_queues) {
+            self.topics_learned.notify_one();
         }
     }
 
@@ -254,7 +265,23 @@ impl Broker {
             register_now: Notify::new(),
             outbound,
             send_permits: Semaphore::new(1024),
+            topics_learned: Notify::new(),
         });
+        if inner.config.is_slave() {
+            // From now on the dispatcher teaches the slave every topic it stores; what it
+            // dispatched before (recovery, or a crash before topics.json was written) is
+            // learned from the existing ConsumeQueues.
+            let (arrivals, weak) = (inner.hold.clone(), Arc::downgrade(&inner));
+            inner.store.set_arrival_listener(Arc::new(move |d| {
+                arrivals.message_arrived(&d.topic, d.queue_id);
+                if let Some(inner) = weak.upgrade() {
+                    inner.learn_topic(&d.topic, d.queue_id);
+                }
+            }));
+            for (topic, queue_id) in inner.store.queue_ids() {
+                inner.learn_topic(&topic, queue_id);
+            }
+        }
         Ok(Self { server, vip_server, ha_listener, inner })
     }
 
@@ -278,9 +305,7 @@ impl Broker {
             version = env!("CARGO_PKG_VERSION"),
             "ferrocket broker started"
         );
-        if let Err(e) = inner.topics.persist() {
-            error!(error = %e, "cannot write topics.json");
-        }
+        inner.persist_topics().await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
@@ -313,6 +338,7 @@ impl Broker {
                 Err(e) => error!(error = %e, "cannot start the HA thread; not replicating"),
             }
             tracker.spawn(slave_sync::run(inner.clone(), shutdown.clone()));
+            tracker.spawn(slave_sync::persist_learned_topics(inner.clone(), shutdown.clone()));
         } else {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
         }
@@ -325,7 +351,8 @@ impl Broker {
         register::unregister_all(&inner).await;
         tracker.close();
         tracker.wait().await;
-        persist_all(&inner);
+        let files = inner.clone();
+        let _ = tokio::task::spawn_blocking(move || persist_all(&files)).await;
         let store = inner.store.clone();
         match tokio::task::spawn_blocking(move || store.shutdown()).await {
             Ok(Ok(())) => {}
@@ -336,14 +363,11 @@ impl Broker {
     }
 }
 
+/// At shutdown, after every request task ended. Failed writes are logged by the writers.
 fn persist_all(inner: &BrokerInner) {
-    if let Err(e) = inner.offsets.persist(true) {
-        error!(error = %e, "cannot persist consumerOffset.json");
-    }
-    if let Err(e) = inner.topics.persist() {
-        error!(error = %e, "cannot persist topics.json");
-    }
-    inner.persist_groups();
+    let _ = inner.offsets.persist(true);
+    let _ = inner.topics.persist_blocking();
+    let _ = inner.groups.persist_blocking();
 }
 
 /// Offsets every `flushConsumerOffsetInterval`; client channels expire after
@@ -357,9 +381,7 @@ async fn housekeeping(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
             _ = tokio::time::sleep(flush) => {},
         }
         let offsets = inner.clone();
-        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || offsets.offsets.persist(false)).await {
-            error!(error = %e, "cannot persist consumerOffset.json");
-        }
+        let _ = tokio::task::spawn_blocking(move || offsets.offsets.persist(false)).await;
         if last_scan.elapsed() >= Duration::from_secs(10) {
             last_scan = tokio::time::Instant::now();
             inner.stats.sample();

@@ -6,14 +6,14 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use super::config::BrokerConfig;
 use crate::model::DataVersion;
+use crate::persist::ConfigFile;
 
 type Table = BTreeMap<String, BTreeMap<i32, i64>>;
 
@@ -25,9 +25,9 @@ struct OffsetsFile {
 }
 
 pub struct ConsumerOffsetManager {
-    path: PathBuf,
-    table: Mutex<Table>,
+    table: Arc<Mutex<Table>>,
     dirty: AtomicBool,
+    file: Arc<ConfigFile>,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -39,7 +39,16 @@ impl ConsumerOffsetManager {
         let path = config.config_dir().join("consumerOffset.json");
         let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<OffsetsFile>(b).map_err(|e| e.to_string());
         let file = crate::persist::load(&path, parse)?.unwrap_or_default();
-        Ok(Self { path, table: Mutex::new(file.offset_table), dirty: AtomicBool::new(false) })
+        let table = Arc::new(Mutex::new(file.offset_table));
+        let source = table.clone();
+        let snapshot = move || {
+            let file = OffsetsFile {
+                offset_table: source.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                data_version: DataVersion { counter: 0, state_version: 0, timestamp: crate::store::now_ms() },
+            };
+            serde_json::to_vec_pretty(&file).unwrap_or_default()
+        };
+        Ok(Self { table, dirty: AtomicBool::new(false), file: ConfigFile::new(path, Box::new(snapshot)) })
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -73,17 +82,16 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Release);
     }
 
-    /// Writes the file if anything changed since the last write. Blocking.
+    /// Writes the file if anything changed since the last write (or `force`). Blocking.
     pub fn persist(&self, force: bool) -> std::io::Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) && !force {
             return Ok(());
         }
-        let file = OffsetsFile {
-            offset_table: self.table().clone(),
-            data_version: DataVersion { counter: 0, state_version: 0, timestamp: crate::store::now_ms() },
-        };
-        let json = serde_json::to_vec_pretty(&file).unwrap_or_default();
-        crate::persist::write_atomically(&self.path, &json)
+        let written = self.file.persist_blocking();
+        if written.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        written
     }
 }
 

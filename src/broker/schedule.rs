@@ -8,18 +8,18 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use tracing::{error, warn};
+use tracing::warn;
 
 use super::config::BrokerConfig;
 use super::BrokerInner;
 use crate::model::message::{self, property, MessageToStore};
 use crate::model::DataVersion;
+use crate::persist::ConfigFile;
 use crate::store::{AcceptAll, GetMessageStatus, SCHEDULE_TOPIC};
 
 #[derive(Default, Serialize, Deserialize)]
@@ -30,9 +30,9 @@ struct DelayOffsetsFile {
 }
 
 pub struct ScheduleService {
-    path: PathBuf,
     levels: Vec<i64>,
-    offsets: Mutex<BTreeMap<i32, i64>>,
+    offsets: Arc<Mutex<BTreeMap<i32, i64>>>,
+    file: Arc<ConfigFile>,
 }
 
 impl ScheduleService {
@@ -41,7 +41,16 @@ impl ScheduleService {
         let parse =
             |b: &[u8]| crate::protocol::body::json::from_slice::<DelayOffsetsFile>(b).map_err(|e| e.to_string());
         let file = crate::persist::load(&path, parse)?.unwrap_or_default();
-        Ok(Self { path, levels: config.delay_levels()?, offsets: Mutex::new(file.offset_table) })
+        let offsets = Arc::new(Mutex::new(file.offset_table));
+        let source = offsets.clone();
+        let snapshot = move || {
+            let file = DelayOffsetsFile {
+                offset_table: source.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                data_version: DataVersion { timestamp: crate::store::now_ms(), ..Default::default() },
+            };
+            serde_json::to_vec_pretty(&file).unwrap_or_default()
+        };
+        Ok(Self { levels: config.delay_levels()?, offsets, file: ConfigFile::new(path, Box::new(snapshot)) })
     }
 
     pub fn max_level(&self) -> i32 {
@@ -87,19 +96,16 @@ impl ScheduleService {
     }
 
     /// Slave: takes the master's delay offsets.
-    pub fn replace_json(&self, body: &[u8]) -> Result<(), String> {
+    pub async fn replace_json(&self, body: &[u8]) -> Result<(), String> {
         let file: DelayOffsetsFile =
             crate::protocol::body::json::from_slice(body).map_err(|e| format!("delay offsets: {e}"))?;
         *self.offsets.lock().unwrap_or_else(|e| e.into_inner()) = file.offset_table;
-        self.persist().map_err(|e| e.to_string())
+        self.persist().await.map_err(|e| e.to_string())
     }
 
-    pub fn persist(&self) -> std::io::Result<()> {
-        let file = DelayOffsetsFile {
-            offset_table: self.offsets(),
-            data_version: DataVersion { timestamp: crate::store::now_ms(), ..Default::default() },
-        };
-        crate::persist::write_atomically(&self.path, &serde_json::to_vec_pretty(&file).unwrap_or_default())
+    /// Returns once `delayOffset.json` holds the progress made so far.
+    pub async fn persist(&self) -> std::io::Result<()> {
+        self.file.persist().await
     }
 }
 
@@ -116,14 +122,11 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         }
         ticks += 1;
         if ticks.is_multiple_of(100) {
-            if let Err(e) = inner.schedule.persist() {
-                error!(error = %e, "cannot persist delayOffset.json");
-            }
+            // A failed write is logged by the writer.
+            let _ = inner.schedule.persist().await;
         }
     }
-    if let Err(e) = inner.schedule.persist() {
-        error!(error = %e, "cannot persist delayOffset.json");
-    }
+    let _ = inner.schedule.persist().await;
 }
 
 /// Moves the due messages of one level to their real topics, in order; stops at the first that

@@ -41,23 +41,35 @@ async fn fetch(inner: &BrokerInner, master: &str, code: RequestCode) -> Result<b
 }
 
 pub async fn sync_all(inner: &Arc<BrokerInner>, master: &str) -> Result<(), String> {
+    let fetched = std::time::Instant::now();
     let topics: TopicConfigSerializeWrapper =
         json::from_slice(&fetch(inner, master, RequestCode::GET_ALL_TOPIC_CONFIG).await?).map_err(|e| e.to_string())?;
-    if inner.topics.replace_all(topics.data_version, topics.topic_config_table) {
+    if inner.topics.replace_all(topics.data_version, topics.topic_config_table, fetched) {
         inner.topics_changed().await;
     }
     let offsets = fetch(inner, master, RequestCode::GET_ALL_CONSUMER_OFFSET).await?;
     inner.offsets.merge_json(&offsets)?;
     let delay = fetch(inner, master, RequestCode::GET_ALL_DELAY_OFFSET).await?;
-    inner.schedule.replace_json(&delay)?;
+    inner.schedule.replace_json(&delay).await?;
     let groups: serde_json::Value =
         json::from_slice(&fetch(inner, master, RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?)
             .map_err(|e| e.to_string())?;
     if let Some(table) = groups.get("subscriptionGroupTable") {
         let table = serde_json::from_value(table.clone()).map_err(|e| e.to_string())?;
         inner.groups.replace_all(table);
-        inner.persist_groups();
+        inner.persist_groups().await;
     }
     debug!(master, "metadata synchronized from master");
     Ok(())
+}
+
+/// Persists and registers the topics the slave learned from replicated records: the dispatcher
+/// learns them in memory and rings `topics_learned`.
+pub async fn persist_learned_topics(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = inner.topics_learned.notified() => inner.topics_changed().await,
+        }
+    }
 }

@@ -6,9 +6,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tracing::info;
@@ -16,6 +15,7 @@ use tracing::info;
 use super::config::BrokerConfig;
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::DataVersion;
+use crate::persist::ConfigFile;
 
 #[derive(Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -26,9 +26,9 @@ struct GroupsFile {
 }
 
 pub struct SubscriptionGroupManager {
-    path: PathBuf,
     auto_create: AtomicBool,
-    state: RwLock<GroupsFile>,
+    state: Arc<RwLock<GroupsFile>>,
+    file: Arc<ConfigFile>,
 }
 
 const PRESET_GROUPS: &[&str] = &[
@@ -50,7 +50,17 @@ impl SubscriptionGroupManager {
         for g in PRESET_GROUPS {
             file.subscription_group_table.entry((*g).to_owned()).or_insert_with(|| SubscriptionGroupConfig::named(g));
         }
-        Ok(Self { path, auto_create: AtomicBool::new(config.auto_create_subscription_group), state: RwLock::new(file) })
+        let state = Arc::new(RwLock::new(file));
+        let source = state.clone();
+        let snapshot = move || {
+            let s = source.read().unwrap_or_else(|e| e.into_inner());
+            serde_json::to_vec_pretty(&*s).unwrap_or_default()
+        };
+        Ok(Self {
+            auto_create: AtomicBool::new(config.auto_create_subscription_group),
+            state,
+            file: ConfigFile::new(path, Box::new(snapshot)),
+        })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, GroupsFile> {
@@ -119,8 +129,13 @@ impl SubscriptionGroupManager {
         self.read().subscription_group_table.clone()
     }
 
-    pub fn persist(&self) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(&*self.read()).unwrap_or_default();
-        crate::persist::write_atomically(&self.path, &json)
+    /// Returns once `subscriptionGroup.json` holds every change made so far.
+    pub async fn persist(&self) -> std::io::Result<()> {
+        self.file.persist().await
+    }
+
+    /// [`Self::persist`] for shutdown and blocking threads.
+    pub fn persist_blocking(&self) -> std::io::Result<()> {
+        self.file.persist_blocking()
     }
 }

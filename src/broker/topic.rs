@@ -6,15 +6,16 @@
 //!               "topicConfigTable":{"T":{"attributes":{},"order":false,"perm":6,…}}}
 //! ```
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::RwLock;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tracing::info;
 
 use super::config::BrokerConfig;
 use crate::model::{perm, DataVersion, TopicConfig, DEFAULT_TOPIC};
+use crate::persist::ConfigFile;
 
 #[derive(Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -24,8 +25,11 @@ struct TopicsFile {
 }
 
 pub struct TopicConfigManager {
-    path: PathBuf,
-    state: RwLock<TopicsFile>,
+    state: Arc<RwLock<TopicsFile>>,
+    file: Arc<ConfigFile>,
+    /// Slave: topics learned from replicated records, and when, until the master's table has
+    /// them (or shows they were deleted).
+    learned: Mutex<HashMap<String, Instant>>,
 }
 
 /// Topics clients may not send to (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`).
@@ -56,6 +60,19 @@ pub fn now_ms() -> i64 {
 fn next_version(v: &mut DataVersion) {
     v.counter += 1;
     v.timestamp = now_ms();
+}
+
+/// Puts a topic into the table under its write lock and moves the data version.
+fn insert(s: &mut TopicsFile, tc: TopicConfig) {
+    info!(
+        topic = tc.topic_name,
+        read = tc.read_queue_nums,
+        write = tc.write_queue_nums,
+        perm = tc.perm,
+        "topic created or updated"
+    );
+    s.topic_config_table.insert(tc.topic_name.clone(), tc);
+    next_version(&mut s.data_version);
 }
 
 impl TopicConfigManager {
@@ -89,7 +106,13 @@ impl TopicConfigManager {
         if file.data_version.timestamp == 0 {
             next_version(&mut file.data_version);
         }
-        Ok(Self { path, state: RwLock::new(file) })
+        let state = Arc::new(RwLock::new(file));
+        let source = state.clone();
+        let snapshot = move || {
+            let s = source.read().unwrap_or_else(|e| e.into_inner());
+            serde_json::to_vec_pretty(&*s).unwrap_or_default()
+        };
+        Ok(Self { state, file: ConfigFile::new(path, Box::new(snapshot)), learned: Mutex::default() })
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, TopicsFile> {
@@ -124,15 +147,7 @@ impl TopicConfigManager {
         if s.topic_config_table.get(&tc.topic_name) == Some(&tc) {
             return false;
         }
-        info!(
-            topic = tc.topic_name,
-            read = tc.read_queue_nums,
-            write = tc.write_queue_nums,
-            perm = tc.perm,
-            "topic created or updated"
-        );
-        s.topic_config_table.insert(tc.topic_name.clone(), tc);
-        next_version(&mut s.data_version);
+        insert(&mut s, tc);
         true
     }
 
@@ -147,19 +162,22 @@ impl TopicConfigManager {
     }
 
     /// `createTopicInSendMessageMethod`: an unknown topic is created from `default_topic` when
-    /// that topic exists with the inherit bit. Returns the new config.
+    /// that topic exists with the inherit bit (TBW102 never has it while auto-creation is off).
+    /// Returns the topic's config.
     pub fn create_in_send(
         &self,
         topic: &str,
         default_topic: &str,
         client_queue_nums: i32,
         sys_flag: i32,
+        auto_create_enabled: bool,
     ) -> Option<TopicConfig> {
         if let Some(t) = self.get(topic) {
             return Some(t);
         }
         let template = self.get(default_topic)?;
-        if default_topic == DEFAULT_TOPIC && template.perm & perm::INHERIT == 0 {
+        let inherits = template.perm & perm::INHERIT != 0 && (default_topic != DEFAULT_TOPIC || auto_create_enabled);
+        if !inherits {
             return None;
         }
         let queues = client_queue_nums.clamp(1, template.write_queue_nums.max(1));
@@ -172,12 +190,11 @@ impl TopicConfigManager {
             topic_sys_flag: sys_flag,
             ..TopicConfig::default()
         };
-        self.update(tc.clone());
-        Some(tc)
+        Some(self.insert_if_absent(tc).0)
     }
 
     /// `createTopicInSendMessageBackMethod`: retry/DLQ topics, created if absent.
-    pub fn create_if_absent(&self, topic: &str, queues: i32, perm: i32) -> (TopicConfig, bool) {
+    pub fn create_if_absent(&self, topic: &str, queues: i32, perm: i32, sys_flag: i32) -> (TopicConfig, bool) {
         if let Some(t) = self.get(topic) {
             return (t, false);
         }
@@ -186,18 +203,76 @@ impl TopicConfigManager {
             read_queue_nums: queues,
             write_queue_nums: queues,
             perm,
+            topic_sys_flag: sys_flag,
             ..TopicConfig::default()
         };
-        let created = self.update(tc.clone());
-        (tc, created)
+        self.insert_if_absent(tc)
     }
 
-    /// Slave: takes the master's table when its version differs; true if replaced.
-    pub fn replace_all(&self, version: DataVersion, table: BTreeMap<String, TopicConfig>) -> bool {
+    /// Adds `tc` unless its topic exists (checked again under the write lock: two requests may
+    /// race to create the same topic). Returns the topic's config and whether it was added.
+    fn insert_if_absent(&self, tc: TopicConfig) -> (TopicConfig, bool) {
+        let mut s = self.write();
+        if let Some(existing) = s.topic_config_table.get(&tc.topic_name) {
+            return (existing.clone(), false);
+        }
+        insert(&mut s, tc.clone());
+        (tc, true)
+    }
+
+    /// Slave: makes sure a topic whose message it just dispatched exists with at least
+    /// `queue_id + 1` queues, created as the master's defaults create it (read-write,
+    /// `default_queues` queues), so consumers can read it before (or without) the next metadata
+    /// sync. True if the table changed; the caller persists and registers.
+    pub fn learn(&self, topic: &str, queue_id: i32, default_queues: i32) -> bool {
+        let covers = |tc: &TopicConfig| queue_id < tc.read_queue_nums.max(tc.write_queue_nums);
+        if self.read().topic_config_table.get(topic).is_some_and(covers) {
+            return false;
+        }
+        let mut s = self.write();
+        let queues = match s.topic_config_table.get(topic) {
+            Some(tc) if covers(tc) => return false,
+            Some(tc) => tc.read_queue_nums.max(tc.write_queue_nums).max(queue_id + 1),
+            None => default_queues.max(queue_id + 1),
+        };
+        let tc = s.topic_config_table.entry(topic.to_owned()).or_insert_with(|| TopicConfig {
+            topic_name: topic.to_owned(),
+            perm: perm::READ | perm::WRITE,
+            ..TopicConfig::default()
+        });
+        tc.read_queue_nums = queues;
+        tc.write_queue_nums = queues;
+        next_version(&mut s.data_version);
+        drop(s);
+        info!(topic, queues, "topic learned from replicated messages");
+        self.learned.lock().unwrap_or_else(|e| e.into_inner()).insert(topic.to_owned(), Instant::now());
+        true
+    }
+
+    /// Slave: takes the master's table when its version differs; true if replaced. A learned
+    /// topic missing from it stays when the table was fetched before the topic was learned (the
+    /// master creates a topic before storing its first message, so a later table has it unless
+    /// the topic was deleted).
+    pub fn replace_all(
+        &self,
+        version: DataVersion,
+        mut table: BTreeMap<String, TopicConfig>,
+        fetched: Instant,
+    ) -> bool {
         let mut s = self.write();
         if s.data_version == version {
             return false;
         }
+        let mut learned = self.learned.lock().unwrap_or_else(|e| e.into_inner());
+        learned.retain(|topic, at| {
+            if table.contains_key(topic) || *at <= fetched {
+                return false;
+            }
+            if let Some(tc) = s.topic_config_table.get(topic) {
+                table.insert(topic.clone(), tc.clone());
+            }
+            true
+        });
         s.data_version = version;
         s.topic_config_table = table;
         true
@@ -209,9 +284,13 @@ impl TopicConfigManager {
         next_version(&mut self.write().data_version);
     }
 
-    /// Writes `topics.json`. Blocking.
-    pub fn persist(&self) -> std::io::Result<()> {
-        let json = serde_json::to_vec_pretty(&*self.read()).unwrap_or_default();
-        crate::persist::write_atomically(&self.path, &json)
+    /// Returns once `topics.json` holds every change made so far (one writer, bursts coalesced).
+    pub async fn persist(&self) -> std::io::Result<()> {
+        self.file.persist().await
+    }
+
+    /// [`Self::persist`] for shutdown and blocking threads.
+    pub fn persist_blocking(&self) -> std::io::Result<()> {
+        self.file.persist_blocking()
     }
 }

@@ -12,7 +12,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -26,6 +26,38 @@ use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
 const WRITE_QUEUE: usize = 1024;
 /// Requests from one peer processed at once; the reader stops reading beyond this.
 const MAX_IN_FLIGHT: usize = 256;
+/// Requests of one peer that may wait parked (long-polling pulls) without counting as in
+/// flight. A Java client process shares one connection between all its consumers, each
+/// parking one pull per queue; beyond this, parked requests count again.
+const MAX_PARKED: usize = 16_384;
+
+tokio::task_local! {
+    /// The in-flight slot of the request this task serves.
+    static SLOT: std::cell::RefCell<Slot>;
+}
+
+/// What a request task holds: an in-flight permit, or once parked a parked permit.
+enum Slot {
+    InFlight { _permit: OwnedSemaphorePermit, parked: Arc<Semaphore> },
+    Parked { _permit: OwnedSemaphorePermit },
+    Released,
+}
+
+/// Marks the request served by the current task as parked (a long-polling pull waiting for
+/// messages): it stops counting against its connection's in-flight limit, so other requests
+/// of the same peer are read and answered meanwhile (Java suspends such pulls off its request
+/// threads). Does nothing outside a request task or once the peer has `MAX_PARKED` parked.
+pub fn park_current_request() {
+    let _ = SLOT.try_with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if let Slot::InFlight { parked, .. } = &*slot {
+            if let Ok(p) = parked.clone().try_acquire_owned() {
+                // Dropping the in-flight permit lets the reader take the next request.
+                *slot = Slot::Parked { _permit: p };
+            }
+        }
+    });
+}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -190,6 +222,7 @@ async fn read_loop<H: RequestHandler>(
     tracker: TaskTracker,
 ) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let parked = Arc::new(Semaphore::new(MAX_PARKED));
     loop {
         let next = tokio::select! {
             _ = conn.closed.cancelled() => break,
@@ -198,6 +231,18 @@ async fn read_loop<H: RequestHandler>(
         let cmd = match next {
             None => break,
             Some(Ok(cmd)) => cmd,
+            // A peer that resets its connection (a client process exiting) is not misbehaving.
+            Some(Err(crate::protocol::ProtocolError::Io(e)))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                debug!(error = %e, "connection reset by peer");
+                break;
+            }
             Some(Err(e)) => {
                 warn!(error = %e, "closing connection: undecodable frame");
                 break;
@@ -210,15 +255,16 @@ async fn read_loop<H: RequestHandler>(
         }
         let Ok(permit) = in_flight.clone().acquire_owned().await else { break };
         let (conn2, handler2) = (conn.clone(), handler.clone());
+        let slot = std::cell::RefCell::new(Slot::InFlight { _permit: permit, parked: parked.clone() });
         tracker.spawn(
-            async move {
+            SLOT.scope(slot, async move {
                 let oneway = cmd.is_oneway();
                 let response = handler2.handle(&conn2, cmd).await;
-                drop(permit);
+                SLOT.with(|s| *s.borrow_mut() = Slot::Released);
                 if let (false, Some(resp)) = (oneway, response) {
                     let _ = conn2.tx.send(resp).await;
                 }
-            }
+            })
             .in_current_span(),
         );
     }

@@ -18,7 +18,7 @@ mod connection;
 mod server;
 
 pub use client::RemotingClient;
-pub use connection::{Connection, ConnectionOptions, RequestHandler};
+pub use connection::{park_current_request, Connection, ConnectionOptions, RequestHandler};
 pub use server::{RemotingServer, ServerConfig};
 
 use crate::protocol::ProtocolError;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::mapped_file::MappedSlice;
 use super::mapped_file_queue::MappedFileQueue;
@@ -54,6 +54,11 @@ impl CqUnit {
 
     pub fn is_blank(&self) -> bool {
         self.size == BLANK_SIZE
+    }
+
+    /// The CommitLog offset just past the record (saturating: units come from disk).
+    pub fn end(&self) -> i64 {
+        self.commit_log_offset.saturating_add(i64::from(self.size))
     }
 
     fn blank() -> Self {
@@ -114,7 +119,7 @@ impl ConsumeQueue {
                     break;
                 }
                 if !unit.is_blank() {
-                    max_phys = unit.commit_log_offset + i64::from(unit.size);
+                    max_phys = unit.end();
                 }
                 pos += CQ_UNIT_SIZE;
             }
@@ -123,6 +128,7 @@ impl ConsumeQueue {
                 break;
             }
         }
+        drop(files); // truncating needs the only handle on the segment
         self.files.truncate_dirty(end)?;
         self.files.set_flushed_where(end);
         self.max_physic_offset.store(max_phys, Ordering::Release);
@@ -132,7 +138,7 @@ impl ConsumeQueue {
 
     /// Appends the unit for queue offset `queue_offset` (`putMessagePositionInfo`).
     pub fn put(&self, unit: CqUnit, queue_offset: i64) -> Result<(), StoreError> {
-        if unit.commit_log_offset + i64::from(unit.size) <= self.max_physic_offset() {
+        if unit.end() <= self.max_physic_offset() {
             return Ok(());
         }
         let expected = u64::try_from(queue_offset).unwrap_or(0) * CQ_UNIT_SIZE as u64;
@@ -145,6 +151,21 @@ impl ConsumeQueue {
             return Ok(());
         }
         if expected > current {
+            // A gap keeps queue offsets equal to the record's (and the master's), so it is padded,
+            // but at most one file's worth: a bigger jump is a damaged queue offset, not a gap
+            // worth gigabytes of blank units.
+            let max_gap = self.files.file_size() as u64;
+            if expected - current > max_gap {
+                error!(
+                    topic = self.topic,
+                    queue = self.queue_id,
+                    queue_offset,
+                    units_past_end = (expected - current) / CQ_UNIT_SIZE as u64,
+                    commit_log_offset = unit.commit_log_offset,
+                    "damaged queue offset in a CommitLog record; the record is not indexed"
+                );
+                return Ok(());
+            }
             warn!(
                 topic = self.topic,
                 queue = self.queue_id,
@@ -155,7 +176,7 @@ impl ConsumeQueue {
             self.pad_to(current, expected)?;
         }
         self.append_raw(&unit.encode())?;
-        self.max_physic_offset.store(unit.commit_log_offset + i64::from(unit.size), Ordering::Release);
+        self.max_physic_offset.store(unit.end(), Ordering::Release);
         Ok(())
     }
 
@@ -219,13 +240,13 @@ impl ConsumeQueue {
     }
 
     /// Recovery: drops units pointing at or past `phy_offset` (`truncateDirtyLogicFiles`).
-    pub fn truncate_dirty(&self, phy_offset: i64) -> Result<(), StoreError> {
+    pub(super) fn truncate_dirty(&self, phy_offset: i64) -> Result<(), StoreError> {
         let mut cut = None;
         for f in self.files.files().iter().rev() {
             let Some(data) = f.slice_from(0) else { continue };
-            let first_bad = data.chunks_exact(CQ_UNIT_SIZE).position(|c| {
-                CqUnit::decode(c).is_some_and(|u| !u.is_blank() && u.commit_log_offset + i64::from(u.size) > phy_offset)
-            });
+            let first_bad = data
+                .chunks_exact(CQ_UNIT_SIZE)
+                .position(|c| CqUnit::decode(c).is_some_and(|u| !u.is_blank() && u.end() > phy_offset));
             match first_bad {
                 Some(i) => cut = Some(f.file_from_offset() + (i * CQ_UNIT_SIZE) as u64),
                 None => break,
@@ -236,7 +257,7 @@ impl ConsumeQueue {
             self.files.truncate_dirty(cut)?;
         }
         let last = self.unit(self.max_offset_in_queue() - 1).filter(|u| !u.is_blank());
-        self.max_physic_offset.store(last.map_or(-1, |u| u.commit_log_offset + i64::from(u.size)), Ordering::Release);
+        self.max_physic_offset.store(last.map_or(-1, |u| u.end()), Ordering::Release);
         Ok(())
     }
 

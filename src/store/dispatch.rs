@@ -53,15 +53,30 @@ pub fn run(inner: &Inner) {
             inner.wait_for_dispatch_work(Duration::from_millis(10));
             continue;
         }
-        if let Err(e) = reput(inner, from, end) {
-            error!(error = %e, offset = from, "dispatch failed; retrying in 1 s");
-            inner.sleep_while_running(Duration::from_secs(1));
+        match reput(inner, from, end) {
+            Ok(Reput::Done) => {}
+            // The rest of a record is on its way (a slave receives the CommitLog in frames cut
+            // at any byte): the append that brings it wakes this thread.
+            Ok(Reput::AwaitingRestOfRecord) => inner.wait_for_dispatch_work(Duration::from_millis(10)),
+            Err(e) => {
+                error!(error = %e, offset = from, "dispatch failed; retrying in 1 s");
+                inner.sleep_while_running(Duration::from_secs(1));
+            }
         }
     }
 }
 
+/// How a dispatch round ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Reput {
+    /// Everything readable up to the end was dispatched (or the data moved away).
+    Done,
+    /// The readable data ends inside a record.
+    AwaitingRestOfRecord,
+}
+
 /// Dispatches the records in `[from, end)`.
-fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<(), StoreError> {
+fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<Reput, StoreError> {
     let min = inner.commit_log.min_offset();
     if from < min {
         from = min;
@@ -86,6 +101,16 @@ fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<(), StoreError> {
                     next_file = true;
                     break;
                 }
+                RecordCheck::Truncated { needed } => {
+                    let at = from + pos as u64;
+                    // A record never spans segments: one that would is damage, not a wait.
+                    if at - f.file_from_offset() + needed as u64 > f.size() as u64 {
+                        return Err(StoreError::NotWritable(format!(
+                            "unreadable CommitLog record at offset {at} (its size {needed} runs past its segment)"
+                        )));
+                    }
+                    return Ok(Reput::AwaitingRestOfRecord);
+                }
                 RecordCheck::Invalid(why) => {
                     // The writer publishes whole records, so this is damage, not a race.
                     return Err(StoreError::NotWritable(format!(
@@ -105,5 +130,5 @@ fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<(), StoreError> {
             }
         }
     }
-    Ok(())
+    Ok(Reput::Done)
 }

@@ -1,5 +1,7 @@
 //! Reads: pull (`getMessage`), offsets, lookups by CommitLog offset, by key and by time.
 
+use tracing::warn;
+
 use super::commit_log::record;
 use super::consume_queue::{ConsumeQueue, CQ_UNIT_SIZE};
 use super::mapped_file::MappedSlice;
@@ -133,12 +135,20 @@ impl MessageStore {
         let mut next_phy_file_start = i64::MIN;
         let mut max_phy_pulling = 0i64;
         let mut i = 0usize;
+        let mut damaged = 0usize;
         while i + CQ_UNIT_SIZE <= units.len() && i < scan_limit {
             let unit = super::consume_queue::CqUnit::decode(&units[i..i + CQ_UNIT_SIZE]);
             let Some(unit) = unit.filter(|u| !u.is_blank()) else {
                 i += CQ_UNIT_SIZE;
                 continue;
             };
+            // A damaged unit (negative offset or size, or a record past the CommitLog's end) is
+            // skipped, never used for arithmetic or a read.
+            if !unit.is_valid() || unit.end() > max_offset_py {
+                damaged += 1;
+                i += CQ_UNIT_SIZE;
+                continue;
+            }
             if next_phy_file_start != i64::MIN && unit.commit_log_offset < next_phy_file_start {
                 i += CQ_UNIT_SIZE;
                 continue;
@@ -167,6 +177,9 @@ impl MessageStore {
             r.messages.push(rec);
             r.status = GetMessageStatus::Found;
             next_phy_file_start = i64::MIN;
+        }
+        if damaged > 0 {
+            warn!(damaged, from = offset, "skipped damaged ConsumeQueue units");
         }
         r.next_begin_offset = offset + (i / CQ_UNIT_SIZE) as i64;
         r.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory;

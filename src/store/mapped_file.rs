@@ -200,8 +200,17 @@ impl MappedFile {
 
     /// Recovery: the data ends at `pos`. Everything after it is discarded (the file is cut and
     /// re-extended, so stale bytes read back as zeros) and both positions move to `pos`.
-    /// Call only while no reader or writer uses this segment.
-    pub fn truncate_to(&self, pos: usize) -> std::io::Result<()> {
+    ///
+    /// Contract (what [`MappedSlice`]'s `Deref` relies on): no view of this segment exists. The
+    /// caller must hold the only `Arc` of it; this is checked, and a segment in use is refused
+    /// rather than rewritten under a reader.
+    pub(super) fn truncate_to(self: &Arc<Self>, pos: usize) -> std::io::Result<()> {
+        if Arc::strong_count(self) > 1 {
+            return Err(std::io::Error::other(format!(
+                "segment {} is in use: truncating it would rewrite bytes under a reader",
+                self.path.display()
+            )));
+        }
         let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let pos = pos.min(self.size);
         self.wrote.store(pos, Ordering::Release);
@@ -212,14 +221,6 @@ impl MappedFile {
             self.file.sync_all()?;
         }
         Ok(())
-    }
-
-    /// Sets the positions after recovery without discarding anything (data beyond `pos` was
-    /// never written).
-    pub fn set_positions(&self, pos: usize) {
-        let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        self.wrote.store(pos.min(self.size), Ordering::Release);
-        self.flushed.store(pos.min(self.size), Ordering::Release);
     }
 
     /// Last modification time of the file (retention compares it with `fileReservedTime`).
@@ -350,9 +351,9 @@ mod tests {
         drop(f);
         assert_eq!(&bytes[..], b"world", "slice outlives the file handle");
 
-        let f = MappedFile::open(&dir.path().join(file_name(4096)), 4096, 8192).unwrap();
+        let f = Arc::new(MappedFile::open(&dir.path().join(file_name(4096)), 4096, 8192).unwrap());
         assert!(f.is_full());
-        f.set_positions(10);
+        f.truncate_to(10).unwrap();
         assert_eq!(f.append(b"!", 4), Some(10));
         assert!(MappedFile::open(&dir.path().join(file_name(4096)), 4096, 4096).is_err());
     }
@@ -363,6 +364,9 @@ mod tests {
         let f = Arc::new(MappedFile::create(dir.path(), 0, 8192).unwrap());
         f.prefault();
         f.append(&[7u8; 6000], 1).unwrap();
+        let view = f.slice(0, 10).unwrap();
+        assert!(f.truncate_to(100).is_err(), "truncated under a live view");
+        drop(view);
         f.truncate_to(100).unwrap();
         assert_eq!(f.wrote_position(), 100);
         f.mark_full();

@@ -196,8 +196,8 @@ impl MappedFileQueue {
     }
 
     /// Recovery: data ends at `offset`. The segment holding it is cut there; later ones are
-    /// deleted.
-    pub fn truncate_dirty(&self, offset: u64) -> Result<(), StoreError> {
+    /// deleted. Only while no reader holds a view of the segment to cut (refused otherwise).
+    pub(super) fn truncate_dirty(&self, offset: u64) -> Result<(), StoreError> {
         let mut files = self.write();
         let mut keep = Vec::with_capacity(files.len());
         for f in files.drain(..) {

@@ -174,6 +174,7 @@ async fn send_then_pull_returns_the_stored_records() {
     ]);
     let mut req = send("BT", 2, &[], "A").with_body(batch);
     req.code = RequestCode::SEND_BATCH_MESSAGE.0;
+    req.ext_fields.insert("m".into(), "true".into());
     let r = call_addr(&c, &b.addr, req).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     assert_eq!(r.ext_fields["msgId"].split(',').count(), 2);

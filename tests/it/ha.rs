@@ -127,3 +127,63 @@ async fn master_suggests_the_slave_to_consumers_reading_data_no_longer_in_memory
         b.stop().await;
     }
 }
+
+/// A topic the master auto-created, acknowledged under SYNC_MASTER, then the master gone before
+/// any metadata sync copied the topic: the slave learned it from the replicated records and
+/// serves it. Pulls on a slave never store commit offsets (they come from the master's sync).
+#[tokio::test]
+async fn a_slave_serves_a_fresh_topic_its_master_never_synced() {
+    let ns = TestNamesrv::start(|_| {}).await;
+    let ns_addr = ns.addr.to_string();
+    let (master_dir, slave_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = start_broker_on(&ns_addr, master_dir.path(), |c| c.broker_role = "SYNC_MASTER".into()).await;
+    let c = client();
+    let marker = request(
+        RequestCode::UPDATE_AND_CREATE_TOPIC,
+        &[("topic", "SYNC_MARKER"), ("readQueueNums", "1"), ("writeQueueNums", "1"), ("perm", "6")],
+    );
+    assert_eq!(call_addr(&c, &master.addr, marker).await.response_code(), ResponseCode::SUCCESS);
+    let slave = start_broker_on(&ns_addr, slave_dir.path(), |c| {
+        c.broker_role = "SLAVE".into();
+        c.broker_id = 1;
+    })
+    .await;
+    // Wait for the slave's first metadata sync (it copies SYNC_MARKER); the next is 10 s later.
+    let synced = eventually(Duration::from_secs(20), || async {
+        let all = call_addr(&c, &slave.addr, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
+        String::from_utf8_lossy(&all.body).contains("SYNC_MARKER")
+    })
+    .await;
+    assert!(synced, "the slave never synchronized its master's topics");
+    // A new topic, auto-created by the sends; every send acknowledged by the slave.
+    for i in 0..20 {
+        let r = call_addr(&c, &master.addr, send("FRESH", i % 4, format!("m{i}").as_bytes(), "A")).await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    master.stop().await;
+
+    let mut got = Vec::new();
+    for q in 0..4 {
+        let r = call_addr(&c, &slave.addr, pull("FRESH", q, 0, 4, 0)).await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "queue {q}: {:?}", r.remark);
+        got.extend(records(&r.body).iter().map(|m| String::from_utf8_lossy(&m.body).into_owned()));
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+    let all = call_addr(&c, &slave.addr, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
+    let table: serde_json::Value = serde_json::from_slice(&all.body).unwrap();
+    assert_eq!(table["topicConfigTable"]["FRESH"]["readQueueNums"], 4);
+    assert_eq!(table["topicConfigTable"]["FRESH"]["perm"], 6);
+
+    // A pull with the commit-offset flag does not store the offset on a slave.
+    let mut p = pull("FRESH", 0, 0, 1 | 4, 0);
+    p.ext_fields.insert("commitOffset".into(), "3".into());
+    assert_eq!(call_addr(&c, &slave.addr, p).await.response_code(), ResponseCode::SUCCESS);
+    let q =
+        request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "CG"), ("topic", "FRESH"), ("queueId", "0")]);
+    let r = call_addr(&c, &slave.addr, q).await;
+    assert_ne!(r.ext_fields.get("offset").map(String::as_str), Some("3"), "a slave stored a pulled commit offset");
+    slave.stop().await;
+}

@@ -3,10 +3,13 @@
 mod admin;
 mod bad_input;
 mod broker;
+mod config_files;
 mod crash;
 mod golden;
 mod ha;
 mod layering;
 mod namesrv;
+mod parked_pulls;
+mod send_flags;
 mod store;
 mod support;

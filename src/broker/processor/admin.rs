@@ -123,7 +123,7 @@ pub async fn update_and_create_subscriptiongroup(b: &Arc<BrokerInner>, req: &Rem
         return Err(BrokerError::InvalidParameter("groupName is empty".into()));
     }
     b.groups.update(g);
-    b.persist_groups();
+    b.persist_groups().await;
     Ok(Some(ok(req)))
 }
 
@@ -135,7 +135,7 @@ pub fn get_all_subscriptiongroup_config(b: &BrokerInner, req: &RemotingCommand) 
 pub async fn delete_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = DeleteSubscriptionGroupRequestHeader::decode(&req.ext_fields)?;
     b.groups.delete(&h.group_name);
-    b.persist_groups();
+    b.persist_groups().await;
     Ok(Some(ok(req)))
 }
 

@@ -43,14 +43,15 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
         }
         let Some((group, created)) = b.groups.find_or_create(&c.group_name) else { continue };
         if created {
-            b.persist_groups();
+            b.persist_groups().await;
         }
-        if group.retry_queue_nums > 0 && !c.is_broadcasting() {
-            let (_, created) = b.topics.create_if_absent(
-                &retry_topic(&c.group_name),
-                group.retry_queue_nums,
-                perm::READ | perm::WRITE,
-            );
+        // Java creates the retry topic for every consumer group it knows (broadcasting ones
+        // too), marked as a unit-mode subscription when the consumer says so.
+        if group.retry_queue_nums > 0 {
+            let unit_flag = if c.unit_mode { perm::FLAG_UNIT_SUB } else { 0 };
+            let retry = retry_topic(&c.group_name);
+            let (_, created) =
+                b.topics.create_if_absent(&retry, group.retry_queue_nums, perm::READ | perm::WRITE, unit_flag);
             if created {
                 b.topics_changed().await;
             }

@@ -10,7 +10,7 @@ mod stats;
 
 use std::sync::Arc;
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::BrokerInner;
 use crate::protocol::header::HeaderError;
@@ -121,8 +121,14 @@ impl RequestHandler for BrokerProcessor {
         match self.dispatch(conn, &req).await {
             Ok(resp) => resp,
             Err(e) => {
-                warn!(code = %req.request_code(), error = %e, peer = %conn.peer(), "request refused");
-                Some(e.response(&req))
+                let resp = e.response(&req);
+                // "No committed offset yet" is how every new consumer group starts, not a fault.
+                if resp.response_code() == ResponseCode::QUERY_NOT_FOUND {
+                    debug!(code = %req.request_code(), error = %e, peer = %conn.peer(), "request answered: not found");
+                } else {
+                    warn!(code = %req.request_code(), error = %e, peer = %conn.peer(), "request refused");
+                }
+                Some(resp)
             }
         }
     }

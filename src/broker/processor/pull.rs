@@ -40,8 +40,9 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
     let max_nums = h.max_msg_nums.max(1) as usize;
     // The commit offset is stored on arrival (Java: first execution only), before any hold, so a
-    // held pull that completes later never overwrites a newer commit.
-    if h.sys_flag & FLAG_COMMIT_OFFSET != 0 {
+    // held pull that completes later never overwrites a newer commit. A slave never stores it
+    // (Java 4.x's `storeOffsetEnable`): its offsets come from the master's sync only.
+    if h.sys_flag & FLAG_COMMIT_OFFSET != 0 && !b.config.is_slave() {
         if let Some(commit) = h.commit_offset {
             b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
         }
@@ -93,6 +94,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
         && !b.config.long_polling_enable
         && result.status != GetMessageStatus::Found
     {
+        crate::remoting::park_current_request();
         tokio::time::sleep(Duration::from_millis(b.config.short_polling_time_mills)).await;
         result = get();
     }
@@ -126,6 +128,9 @@ async fn long_poll(
 ) -> GetMessageResult {
     let deadline = tokio::time::Instant::now() + hold;
     let signal = b.hold.signal(&h.topic, h.queue_id);
+    // A held pull must not hold up the connection's other requests (a client process shares
+    // one connection between all its consumers and producers).
+    crate::remoting::park_current_request();
     loop {
         let notified = signal.notified();
         tokio::pin!(notified);
@@ -191,7 +196,7 @@ async fn check(
         );
     };
     if created {
-        b.persist_groups();
+        b.persist_groups().await;
     }
     if !group.consume_enable {
         return fail(ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));

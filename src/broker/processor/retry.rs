@@ -22,7 +22,7 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         return fail(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {}", h.group));
     };
     if created {
-        b.persist_groups();
+        b.persist_groups().await;
     }
     if !perm::is_writeable(b.live.broker_permission()) {
         return fail(
@@ -32,6 +32,20 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
     }
     if group.retry_queue_nums <= 0 {
         return Ok(Some(ok(req)));
+    }
+    // The retry topic is created (unit mode marked, as the header says) and must be writable
+    // even when the message goes on to the DLQ, as in Java.
+    let unit_flag = if h.unit_mode { perm::FLAG_UNIT_SUB } else { 0 };
+    let rw = perm::READ | perm::WRITE;
+    let (retry_tc, created) = b.topics.create_if_absent(&retry_topic(&h.group), group.retry_queue_nums, rw, unit_flag);
+    if created {
+        b.topics_changed().await;
+    }
+    if !perm::is_writeable(retry_tc.perm) {
+        return fail(
+            ResponseCode::NO_PERMISSION,
+            format!("the topic[{}] sending message is forbidden", retry_tc.topic_name),
+        );
     }
     let Some(original) = b.store.lookup_message(h.offset) else {
         return fail(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
@@ -45,23 +59,25 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         .cloned()
         .unwrap_or_else(|| offset_msg_id(original.store_host, original.commit_log_offset));
     props.insert(property::ORIGIN_MESSAGE_ID.to_owned(), origin_id);
+    // Java: `msgExt.setWaitStoreMsgOK(false)` before copying the properties.
+    props.insert(property::WAIT.to_owned(), "false".to_owned());
     let max = match h.max_reconsume_times {
         Some(m) if req.version >= V3_4_9 => m,
         _ => group.retry_max_times,
     };
-    let (topic, queue_id, queues) = if original.reconsume_times >= max || h.delay_level < 0 {
+    let (topic, queue_id) = if original.reconsume_times >= max || h.delay_level < 0 {
         props.insert(property::DELAY.to_owned(), "0".to_owned());
-        (dlq_topic(&h.group), 0, 1)
+        let (dlq, created) = b.topics.create_if_absent(&dlq_topic(&h.group), 1, rw, 0);
+        if created {
+            b.topics_changed().await;
+        }
+        (dlq.topic_name, 0)
     } else {
         let level = if h.delay_level == 0 { 3 + original.reconsume_times } else { h.delay_level };
         props.insert(property::DELAY.to_owned(), level.to_string());
         let q = (crate::store::now_ms() % i64::from(group.retry_queue_nums)) as i32;
-        (retry_topic(&h.group), q, group.retry_queue_nums)
+        (retry_tc.topic_name, q)
     };
-    let (_, created) = b.topics.create_if_absent(&topic, queues, perm::READ | perm::WRITE);
-    if created {
-        b.topics_changed().await;
-    }
     let tags = props.get(property::TAGS).cloned();
     let mut msg = MessageToStore {
         topic,
@@ -78,7 +94,7 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         prepared_transaction_offset: 0,
     };
     b.schedule.divert(&mut msg);
-    let r = b.store.put_messages(&[msg], true).await;
+    let r = b.store.put_messages(&[msg], false).await;
     let (code, remark) = crate::broker::convert::put_status_code(&r.status);
     match code {
         ResponseCode::SUCCESS => Ok(Some(ok(req))),

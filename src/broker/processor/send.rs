@@ -30,7 +30,9 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         RequestCode::SEND_MESSAGE => SendMessageRequestHeader::decode(&req.ext_fields)?,
         _ => SendMessageRequestHeaderV2::decode(&req.ext_fields)?.into(),
     };
-    let batch = req.request_code() == RequestCode::SEND_BATCH_MESSAGE;
+    // Java decides from the header's `batch` flag (`m` in V2), whatever the request code: the C++
+    // client sends batches as SEND_MESSAGE_V2 with m=true.
+    let batch = h.batch == Some(true);
     if b.config.is_slave() {
         return fail(ResponseCode::SERVICE_NOT_AVAILABLE, "message store is in slave mode, so putMessage is forbidden");
     }
@@ -64,7 +66,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
     }
-    if message::property_value(&properties, property::TRAN_MSG) == Some("true") {
+    if message::property_value(&properties, property::TRAN_MSG).is_some_and(parse_boolean) {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!(
@@ -83,7 +85,8 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     } else if message::property_value(&properties, property::DELAY).is_some_and(|d| d != "0") {
         return fail(ResponseCode::MESSAGE_ILLEGAL, "batch messages do not support delay levels");
     }
-    let wait = message::property_value(&properties, property::WAIT) != Some("false");
+    // `Message.isWaitStoreMsgOK`: absent means true, otherwise `Boolean.parseBoolean`.
+    let wait = message::property_value(&properties, property::WAIT).is_none_or(parse_boolean);
     let result = b.store.put_messages(&msgs, wait).await;
     drop(permit);
     let (mut code, mut remark) = convert::put_status_code(&result.status);
@@ -150,14 +153,20 @@ async fn check_topic(
     let tc = match b.topics.get(&h.topic) {
         Some(tc) => tc,
         None => {
-            let created = if h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-                Some(b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE).0)
-            } else if b.live.auto_create_topic_enable() {
-                let default = if h.default_topic.is_empty() { DEFAULT_TOPIC } else { h.default_topic.as_str() };
-                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums, 0)
-            } else {
-                None
+            // `msgCheck`: unit mode marks the new topic; the default topic's perm decides
+            // whether it may be created; a retry topic falls back to one queue.
+            let retry = h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
+            let sys_flag = match (h.unit_mode == Some(true), retry) {
+                (false, _) => 0,
+                (true, true) => perm::FLAG_UNIT_SUB,
+                (true, false) => perm::FLAG_UNIT,
             };
+            let default = if h.default_topic.is_empty() { DEFAULT_TOPIC } else { h.default_topic.as_str() };
+            let auto_create = b.live.auto_create_topic_enable();
+            let created =
+                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums, sys_flag, auto_create).or_else(
+                    || retry.then(|| b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE, sys_flag).0),
+                );
             let Some(tc) = created else {
                 return fail(
                     ResponseCode::TOPIC_NOT_EXIST,
@@ -219,16 +228,18 @@ async fn retry_to_dlq(
         return fail(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {group}"));
     };
     if created {
-        b.persist_groups();
+        b.persist_groups().await;
     }
     let max = match h.max_reconsume_times {
         Some(m) if version >= V3_4_9 => m,
         _ => config.retry_max_times,
     };
-    if reconsume <= max {
+    // An orderly consumer holding queue locks sends a message back only past its retries: Java
+    // sends it to the DLQ at once rather than redelivering it out of order.
+    if reconsume <= max && b.locks.is_lock_all_expired(group) {
         return Ok(None);
     }
-    let (tc, created) = b.topics.create_if_absent(&dlq_topic(group), 1, perm::READ | perm::WRITE);
+    let (tc, created) = b.topics.create_if_absent(&dlq_topic(group), 1, perm::READ | perm::WRITE, 0);
     if created {
         b.topics_changed().await;
     }
@@ -278,4 +289,9 @@ fn build_messages(
             convert::message_to_store(h, topic, queue_id, e.body, props, e.flag, sys, conn.peer(), b.store_host)
         })
         .collect())
+}
+
+/// Java's `Boolean.parseBoolean`: only a case-insensitive "true" is true.
+fn parse_boolean(v: &str) -> bool {
+    v.eq_ignore_ascii_case("true")
 }

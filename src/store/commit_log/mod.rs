@@ -173,6 +173,12 @@ impl CommitLog {
                         next_file = true;
                         break;
                     }
+                    RecordCheck::Truncated { .. } => {
+                        if data[pos..].iter().any(|b| *b != 0) {
+                            info!(at = offset + pos as u64, "end of valid CommitLog data: a torn record");
+                        }
+                        break;
+                    }
                     RecordCheck::Invalid(why) => {
                         if pos < data.len() && data[pos..].iter().take(8).any(|b| *b != 0) {
                             info!(at = offset + pos as u64, reason = why, "end of valid CommitLog data");
@@ -190,7 +196,7 @@ impl CommitLog {
     }
 
     /// Recovery: cuts the CommitLog at `offset`.
-    pub fn truncate(&self, offset: u64) -> Result<(), StoreError> {
+    pub(in crate::store) fn truncate(&self, offset: u64) -> Result<(), StoreError> {
         self.files.truncate_dirty(offset)?;
         self.files.set_flushed_where(offset);
         Ok(())

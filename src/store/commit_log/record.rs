@@ -58,6 +58,11 @@ pub enum RecordCheck {
     Record(DispatchRequest),
     /// The END_OF_FILE blank: continue at the next segment.
     Blank,
+    /// The readable data ends inside the record (`needed` bytes from its start would hold it):
+    /// a slave between two replication frames, or a torn tail after a crash.
+    Truncated {
+        needed: usize,
+    },
     Invalid(&'static str),
 }
 
@@ -264,7 +269,7 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
 pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
     let mut c = Cursor { buf, pos: 0 };
     let (Some(total), Some(magic)) = (c.i32(), c.i32()) else {
-        return RecordCheck::Invalid("fewer than 8 bytes left");
+        return RecordCheck::Truncated { needed: 8 };
     };
     if magic == BLANK_MAGIC {
         return RecordCheck::Blank;
@@ -272,9 +277,12 @@ pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
     if magic != MAGIC_V1 && magic != MAGIC_V2 {
         return RecordCheck::Invalid("unknown magic code");
     }
-    let Some(end) = usize::try_from(total).ok().filter(|n| *n <= buf.len() && *n >= 91) else {
-        return RecordCheck::Invalid("total size beyond the readable data");
+    let Some(end) = usize::try_from(total).ok().filter(|n| *n >= 91) else {
+        return RecordCheck::Invalid("total size below the smallest record");
     };
+    if end > buf.len() {
+        return RecordCheck::Truncated { needed: end };
+    }
     match decode(&buf[..end], check_crc) {
         Some(m) => {
             let tags = message::property_value(&m.properties, message::property::TAGS);

@@ -80,3 +80,26 @@ fn table_loads_existing_queues() {
     assert!(t.get("A", 0).is_none());
     assert!(!dir.path().join("A").exists());
 }
+
+#[test]
+fn a_gap_is_padded_up_to_one_file_and_a_wild_jump_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let cq = ConsumeQueue::load(dir.path(), "T", 0, 5 * CQ_UNIT_SIZE).unwrap();
+    cq.put(unit(0), 0).unwrap();
+    cq.put(unit(100), 3).unwrap(); // a small gap: padded so offsets stay the record's
+    assert_eq!(cq.max_offset_in_queue(), 4);
+    assert!(cq.unit(1).unwrap().is_blank() && cq.unit(2).unwrap().is_blank());
+    // A damaged queue offset far ahead: logged, not indexed, nothing padded.
+    cq.put(unit(200), 1 << 40).unwrap();
+    assert_eq!(cq.max_offset_in_queue(), 4);
+    cq.put(unit(300), 4).unwrap();
+    assert_eq!(cq.unit(4), Some(unit(300)));
+}
+
+#[test]
+fn unit_ends_saturate() {
+    let damaged = CqUnit { commit_log_offset: i64::MAX - 1, size: 100, tags_code: 0 };
+    assert_eq!(damaged.end(), i64::MAX);
+    assert!(!CqUnit { commit_log_offset: -5, size: 10, tags_code: 0 }.is_valid());
+    assert!(!CqUnit { commit_log_offset: 5, size: -10, tags_code: 0 }.is_valid());
+}

@@ -72,13 +72,28 @@ fn corruption_is_detected() {
     assert_eq!(check(&bad, true), RecordCheck::Invalid("body CRC mismatch"));
     assert!(matches!(check(&bad, false), RecordCheck::Record(_)));
     let mut bad = buf.clone();
-    bad[3] = bad[3].wrapping_add(1); // total size
+    bad[3] = bad[3].wrapping_sub(1); // total size one short
     assert!(matches!(check(&bad, true), RecordCheck::Invalid(_)));
+    let mut longer = buf.clone();
+    longer[3] = longer[3].wrapping_add(1); // total size past the readable data: wait for more
+    assert_eq!(check(&longer, true), RecordCheck::Truncated { needed: buf.len() + 1 });
     assert_eq!(check(&blank(100), true), RecordCheck::Blank);
     assert_eq!(check(&[0u8; 20], true), RecordCheck::Invalid("unknown magic code"));
+    let mut tiny = buf.clone();
+    tiny[..4].copy_from_slice(&90i32.to_be_bytes());
+    assert_eq!(check(&tiny, true), RecordCheck::Invalid("total size below the smallest record"));
+}
+
+/// A record cut at any byte (a slave between two replication frames) is "wait for more", never
+/// damage; whole again, it checks out.
+#[test]
+fn every_prefix_of_a_record_is_truncated() {
+    let buf = encoded(&msg("T", b"hello", "KEYS\u{1}k"), 0, 0, 1);
     for n in 0..buf.len() {
-        assert!(!matches!(check(&buf[..n], true), RecordCheck::Record(_)), "prefix {n}");
+        let needed = if n < 8 { 8 } else { buf.len() };
+        assert_eq!(check(&buf[..n], true), RecordCheck::Truncated { needed }, "prefix {n}");
     }
+    assert!(matches!(check(&buf, true), RecordCheck::Record(_)));
 }
 
 proptest! {

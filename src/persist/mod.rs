@@ -1,25 +1,50 @@
-//! Config files that must survive crashes (`ConfigManager.java`): written to a temporary file,
-//! fsync'd, renamed over the old one (kept as `<name>.bak`); read back falling back to the
-//! `.bak` when the file is missing, empty or unreadable.
+//! Config files that must survive crashes (`ConfigManager.java`): written to a temporary file
+//! of a unique name, fsync'd, renamed over the old one (kept as `<name>.bak`); read back falling
+//! back to the `.bak` when the file is missing, empty or unreadable. [`ConfigFile`] is the one
+//! writer of each file.
+
+mod writer;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use writer::ConfigFile;
 
 /// Writes `bytes` to `path` atomically, keeping the previous content as `<path>.bak`. Blocking.
+/// The temporary file's name is unique (`<name>.tmp.<pid>.<n>`), so writers never trip over each
+/// other's temporary file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = with_suffix(path, ".tmp");
-    {
+    let tmp = with_suffix(path, &format!(".tmp.{}.{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
+    let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        if path.exists() {
+            std::fs::copy(path, with_suffix(path, ".bak"))?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    if path.exists() {
-        std::fs::copy(path, with_suffix(path, ".bak"))?;
-    }
-    std::fs::rename(&tmp, path)?;
+    written?;
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// Removes temporary files a killed writer left next to `path` (`<name>.tmp*`). Best effort.
+pub fn remove_stale_temp_files(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else { return };
+    let prefix = format!("{name}.tmp");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

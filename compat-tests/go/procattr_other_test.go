@@ -1,0 +1,7 @@
+//go:build !linux
+
+package gocompat
+
+import "syscall"
+
+func childAttrs() *syscall.SysProcAttr { return nil }
