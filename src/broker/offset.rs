@@ -22,6 +22,9 @@ type Table = BTreeMap<String, BTreeMap<i32, i64>>;
 struct OffsetsFile {
     offset_table: Table,
     data_version: DataVersion,
+    /// Members ferrocket does not model, written back as read.
+    #[serde(flatten)]
+    extra: crate::model::Extra,
 }
 
 pub struct ConsumerOffsetManager {
@@ -41,10 +44,13 @@ impl ConsumerOffsetManager {
         let file = crate::persist::load(&path, parse)?.unwrap_or_default();
         let table = Arc::new(Mutex::new(file.offset_table));
         let source = table.clone();
+        // Java 5.x also writes resetOffsetTable and pullOffsetTable: kept as read.
+        let (loaded_version, extra) = (file.data_version, file.extra);
         let snapshot = move || {
             let file = OffsetsFile {
                 offset_table: source.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                data_version: DataVersion { counter: 0, state_version: 0, timestamp: crate::store::now_ms() },
+                data_version: DataVersion { timestamp: crate::store::now_ms(), ..loaded_version.clone() },
+                extra: extra.clone(),
             };
             serde_json::to_vec_pretty(&file).unwrap_or_default()
         };
@@ -98,7 +104,11 @@ impl ConsumerOffsetManager {
 impl ConsumerOffsetManager {
     /// The whole table as `consumerOffset.json` text (GET_ALL_CONSUMER_OFFSET).
     pub fn to_json(&self) -> Vec<u8> {
-        let file = OffsetsFile { offset_table: self.table().clone(), data_version: DataVersion::default() };
+        let file = OffsetsFile {
+            offset_table: self.table().clone(),
+            data_version: DataVersion::default(),
+            extra: crate::model::Extra::new(),
+        };
         serde_json::to_vec(&file).unwrap_or_default()
     }
 

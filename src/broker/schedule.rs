@@ -27,6 +27,9 @@ use crate::store::{AcceptAll, GetMessageStatus, SCHEDULE_TOPIC};
 struct DelayOffsetsFile {
     offset_table: BTreeMap<i32, i64>,
     data_version: DataVersion,
+    /// Members ferrocket does not model, written back as read.
+    #[serde(flatten)]
+    extra: crate::model::Extra,
 }
 
 pub struct ScheduleService {
@@ -43,10 +46,12 @@ impl ScheduleService {
         let file = crate::persist::load(&path, parse)?.unwrap_or_default();
         let offsets = Arc::new(Mutex::new(file.offset_table));
         let source = offsets.clone();
+        let (loaded_version, extra) = (file.data_version, file.extra);
         let snapshot = move || {
             let file = DelayOffsetsFile {
                 offset_table: source.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                data_version: DataVersion { timestamp: crate::store::now_ms(), ..Default::default() },
+                data_version: DataVersion { timestamp: crate::store::now_ms(), ..loaded_version.clone() },
+                extra: extra.clone(),
             };
             serde_json::to_vec_pretty(&file).unwrap_or_default()
         };
@@ -91,7 +96,11 @@ impl ScheduleService {
 
     /// `delayOffset.json` text (GET_ALL_DELAY_OFFSET).
     pub fn to_json(&self) -> Vec<u8> {
-        let file = DelayOffsetsFile { offset_table: self.offsets(), data_version: DataVersion::default() };
+        let file = DelayOffsetsFile {
+            offset_table: self.offsets(),
+            data_version: DataVersion::default(),
+            extra: crate::model::Extra::new(),
+        };
         serde_json::to_vec(&file).unwrap_or_default()
     }
 

@@ -23,6 +23,9 @@ struct GroupsFile {
     data_version: DataVersion,
     forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
     subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    /// Members ferrocket does not model, written back as read.
+    #[serde(flatten)]
+    extra: crate::model::Extra,
 }
 
 pub struct SubscriptionGroupManager {

@@ -22,6 +22,9 @@ use crate::persist::ConfigFile;
 struct TopicsFile {
     data_version: DataVersion,
     topic_config_table: BTreeMap<String, TopicConfig>,
+    /// Members ferrocket does not model, written back as read.
+    #[serde(flatten)]
+    extra: crate::model::Extra,
 }
 
 pub struct TopicConfigManager {

@@ -21,6 +21,9 @@ pub struct SubscriptionGroupConfig {
     pub group_sys_flag: i32,
     pub consume_timeout_minute: i32,
     pub attributes: BTreeMap<String, String>,
+    /// 5.x's `groupRetryPolicy` and `subscriptionDataSet`, and whatever a newer release adds.
+    #[serde(flatten)]
+    pub extra: super::Extra,
 }
 
 impl Default for SubscriptionGroupConfig {
@@ -39,6 +42,7 @@ impl Default for SubscriptionGroupConfig {
             group_sys_flag: 0,
             consume_timeout_minute: 15,
             attributes: BTreeMap::new(),
+            extra: super::Extra::new(),
         }
     }
 }

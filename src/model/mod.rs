@@ -16,3 +16,8 @@ pub mod perm;
 mod topic;
 
 pub use topic::{DataVersion, TopicConfig, TopicFilterType, DEFAULT_TOPIC};
+
+/// Members of a Java JSON object that ferrocket does not model (a newer release's, or ones it
+/// has no use for, such as a 5.x group's `groupRetryPolicy`): kept as read and written back, so
+/// a config file makes the round trip Java → ferrocket → Java without loss.
+pub type Extra = std::collections::BTreeMap<String, serde_json::Value>;

@@ -45,6 +45,8 @@ pub struct TopicConfig {
     pub topic_sys_flag: i32,
     pub order: bool,
     pub attributes: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub extra: super::Extra,
 }
 
 impl Default for TopicConfig {
@@ -58,6 +60,7 @@ impl Default for TopicConfig {
             topic_sys_flag: 0,
             order: false,
             attributes: BTreeMap::new(),
+            extra: super::Extra::new(),
         }
     }
 }

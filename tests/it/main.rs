@@ -7,6 +7,7 @@ mod config_files;
 mod crash;
 mod golden;
 mod ha;
+mod java_config;
 mod layering;
 mod namesrv;
 mod parked_pulls;

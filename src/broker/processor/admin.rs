@@ -65,6 +65,8 @@ pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         order: h.order,
         attributes: parse_attributes(h.attributes.as_deref()),
+        // UPDATE_AND_CREATE_TOPIC replaces the whole config, as Java does.
+        extra: Default::default(),
     };
     if b.topics.update(tc) {
         b.topics_changed().await;

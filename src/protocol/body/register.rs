@@ -184,6 +184,7 @@ fn parse_topic_line(line: &str) -> Result<TopicConfig, RegisterBodyError> {
         topic_sys_flag: 0,
         order: false,
         attributes,
+        extra: Default::default(),
     })
 }
 
