@@ -18,3 +18,12 @@ echo "== compat-tests (official Java clients)"
 mvn -f compat-tests -B -ntp test -Dsurefire.rerunFailingTestsCount=2 -Dferrocket.bin="$PWD/target/release/ferrocket"
 echo "== compat-tests/go (official Go client)"
 (export FERROCKET_BIN="$PWD/target/release/ferrocket"; cd compat-tests/go && go test -count=1 -timeout 10m -v ./...)
+echo "== no ERROR line in any ferrocket log of the compat suites"
+# The Go suite checks its own log; this covers every ferrocket process the Maven suite started.
+errors=$(find compat-tests -path '*/target/compat-work/*' -name 'ferrocket*.log' -print0 \
+  | xargs -0 -r grep -HE '^[0-9T:.-]+Z +ERROR ' || true)
+if [ -n "$errors" ]; then
+  echo "$errors" | head -50
+  echo "ferrocket logged ERROR lines during the compat suites (above)" >&2
+  exit 1
+fi

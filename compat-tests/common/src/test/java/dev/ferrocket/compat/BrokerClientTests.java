@@ -397,6 +397,40 @@ abstract class BrokerClientTests {
         }
     }
 
+    /**
+     * The official C++ client sends a batch as SEND_MESSAGE_V2 (310) with the header's batch flag
+     * {@code m=true}; Java's broker decides by that flag, not by the request code. Built here with the
+     * official client's encoders (MessageDecoder.encodeMessages, the V2 header fields) and sent over
+     * its remoting client: every message of the batch is stored as its own message.
+     */
+    @Test
+    void batchFlagOnSendMessageV2IsABatchAsTheCppClientSendsIt() throws Exception {
+        String topic = Compat.unique("batchv2");
+        env.createTopic(topic, 4, 4, PERM_RW);
+        List<Deliveries.Sent> sent = new ArrayList<>();
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 32; i++) {
+            Deliveries.Sent s = new Deliveries.Sent(topic, String.format("v2batch-%02d", i), "TagV2", "body-v2-" + i);
+            Message m = Clients.message(topic, s.tags(), s.key(), s.body());
+            org.apache.rocketmq.common.message.MessageClientIDSetter.setUniqID(m);
+            messages.add(m);
+            sent.add(s);
+        }
+        Map<String, String> ext = BrokerRpc.sendV2Fields(topic, 1, "v2batch");
+        ext.put("i", "");
+        ext.put("m", "true");
+        RemotingCommand r = rpc.invoke(env.brokerAddr(), BrokerRpc.SEND_MESSAGE_V2, ext,
+            org.apache.rocketmq.common.message.MessageDecoder.encodeMessages(messages));
+        assertEquals(0, r.getCode(), "batch over SEND_MESSAGE_V2: remark " + r.getRemark());
+        assertEquals(32, r.getExtFields().get("msgId").split(",").length, "one id per message: " + r.getExtFields());
+        List<Deliveries.Delivery> stored = awaitTopic(topic, 32);
+        assertEquals(0, Deliveries.assertExactly("batch sent as SEND_MESSAGE_V2 m=true", sent, stored),
+            "messages stored twice");
+        for (Deliveries.Delivery d : stored) {
+            assertEquals(1, d.queueId(), "queue of " + d.key());
+        }
+    }
+
     @Test
     void sendToAnUnknownTopicAutoCreatesItWithTheProducersQueueCount() throws Exception {
         String topic = Compat.unique("auto");
@@ -617,9 +651,25 @@ abstract class BrokerClientTests {
                 assertEquals(i, r.getQueueOffset(), "offset of " + s.key());
                 byKey.put(s.key(), s);
             }
+            // seek checks the offset against GET_MAX_OFFSET, and a broker (Java's too) builds its
+            // ConsumeQueue just after answering the send: wait until the queue shows all 10.
+            Wait.until("the max offset of " + mq + " to show its 10 messages", Duration.ofSeconds(10),
+                () -> admin.maxOffset(mq), max -> max == 10);
         }
 
         String group = Compat.unique("cg-lite-assign");
+        // The group starts at the end of both queues. assign() starts pulling at once, and a pull the
+        // client already sent when seek() runs still delivers its messages afterwards (a race inside
+        // DefaultLitePullConsumer, the same against the Java broker); from the end it finds none.
+        RemotingCommand created = rpc.invoke(env.brokerAddr(), 200, Map.of(),
+            BrokerRpc.utf8("{\"groupName\":\"" + group + "\"}"));
+        assertEquals(0, created.getCode(), "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: " + created.getRemark());
+        for (MessageQueue mq : List.of(mq0, mq1)) {
+            Map<String, String> ext = Map.of("consumerGroup", group, "topic", topic,
+                "queueId", Integer.toString(mq.getQueueId()), "commitOffset", "10");
+            RemotingCommand committed = rpc.invoke(env.brokerAddr(), 15, ext, null);
+            assertEquals(0, committed.getCode(), "UPDATE_CONSUMER_OFFSET " + ext + ": " + committed.getRemark());
+        }
         DefaultLitePullConsumer lite = Clients.litePull(ns(), group, "assign");
         lite.setAutoCommit(false);
         DefaultLitePullConsumer lite2 = Clients.litePull(ns(), group, "assign2");

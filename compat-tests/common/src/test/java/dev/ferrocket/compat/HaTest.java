@@ -171,6 +171,62 @@ class HaTest {
         }
     }
 
+    /**
+     * Test 1b: a topic auto-created on the SYNC_MASTER by the producer's first send, 2,000 messages
+     * each SEND_OK (so the slave holds them), the master SIGKILLed right after the last answer,
+     * before the slave's next metadata sync could copy the topic: the slave learned the topic from the
+     * replicated records, and a push consumer receives every acknowledged message from it.
+     */
+    @Test
+    void topicAutoCreatedOnSyncMasterIsConsumableFromTheSlaveAfterAKill() throws Exception {
+        HaCluster c = HaCluster.start("fresh-topic", "SYNC_MASTER");
+        DefaultMQProducer producer = null;
+        DefaultMQPushConsumer consumer = null;
+        try {
+            String probeTopic = Compat.unique("ha-probe");
+            c.createTopic(probeTopic, QUEUES);
+            // The slave has no message of the probe topic yet, so it knows the topic once its
+            // metadata sync ran; the next sync is 10 s later, after the kill below.
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), probeTopic, Duration.ofSeconds(30));
+            producer = Clients.producer(c.namesrvAddr());
+            producer.setSendMsgTimeout(5_000);
+            awaitSlaveInSync(producer, probeTopic, new ArrayList<>());
+
+            String topic = Compat.unique("ha-fresh");
+            List<Deliveries.Sent> sent = new ArrayList<>();
+            List<String> notOk = new ArrayList<>();
+            for (int i = 0; i < 2_000; i++) {
+                String key = "fresh-" + i;
+                SendResult r = producer.send(Clients.message(topic, "data", key, body(key)));
+                sent.add(new Deliveries.Sent(topic, key, "data", body(key)));
+                if (r.getSendStatus() != SendStatus.SEND_OK) {
+                    notOk.add(key + "=" + r.getSendStatus());
+                }
+            }
+            c.kill(HaCluster.MASTER);
+            assertEquals(List.of(), notOk, "sends to the SYNC_MASTER with its slave in sync that were not SEND_OK");
+
+            Deliveries deliveries = new Deliveries();
+            consumer = Clients.push(c.namesrvAddr(), Compat.unique("ha-fresh-group"), "fresh", topic, "*",
+                deliveries.listener("fresh"));
+            consumer.start();
+            Wait.until("all " + sent.size() + " acknowledged messages of the fresh topic consumed from the slave",
+                CONSUME_TIMEOUT, () -> deliveries.keys().size(), v -> deliveries.hasAll(sent, null));
+            Deliveries.assertExactly("fresh topic consumed from the slave", sent, deliveries.all());
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            if (consumer != null) {
+                Clients.shutdownInBackground("ha consumer", consumer::shutdown);
+            }
+            if (producer != null) {
+                Clients.shutdownInBackground("ha producer", producer::shutdown);
+            }
+            c.close();
+        }
+    }
+
     /** Every key delivered was sent by the load producer (acknowledged or not). */
     private static void assertOnlySentDelivered(LoadResult r, Deliveries deliveries) {
         Set<String> attemptedKeys = r.attempted().stream().map(Deliveries.Sent::key)

@@ -29,7 +29,12 @@ public final class JavaBroker implements AutoCloseable {
     }
 
     public static JavaBroker start(String cluster, String brokerName, String namesrvAddr) throws Exception {
-        BrokerController controller = newController(cluster, brokerName, namesrvAddr);
+        return startOn(cluster, brokerName, namesrvAddr, TestDirs.fresh("java-broker-" + brokerName));
+    }
+
+    /** {@link #start} on an existing store directory (its config files included). */
+    public static JavaBroker startOn(String cluster, String brokerName, String namesrvAddr, Path store) throws Exception {
+        BrokerController controller = newController(cluster, brokerName, namesrvAddr, store);
         RecordingRpcHook calls = new RecordingRpcHook("broker " + brokerName);
         controller.getBrokerOuterAPI().registerRPCHook(calls);
         if (!controller.initialize()) {
@@ -45,7 +50,7 @@ public final class JavaBroker implements AutoCloseable {
      * topics), read from an initialized but never started broker.
      */
     public static Map<String, TopicConfig> freshTopicTable(String cluster, String brokerName) {
-        BrokerController controller = newController(cluster, brokerName, null);
+        BrokerController controller = newController(cluster, brokerName, null, TestDirs.fresh("java-broker-" + brokerName));
         try {
             if (!controller.initialize()) {
                 throw new IllegalStateException("Java broker " + brokerName + " failed to initialize");
@@ -62,9 +67,8 @@ public final class JavaBroker implements AutoCloseable {
         }
     }
 
-    private static BrokerController newController(String cluster, String brokerName, String namesrvAddr) {
+    private static BrokerController newController(String cluster, String brokerName, String namesrvAddr, Path store) {
         Compat.init();
-        Path store = TestDirs.fresh("java-broker-" + brokerName);
         int port = Ports.freeBrokerPort();
 
         BrokerConfig brokerConfig = new BrokerConfig();
