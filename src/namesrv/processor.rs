@@ -59,7 +59,9 @@ type Handled = Result<RemotingCommand, NamesrvError>;
 pub struct NamesrvProcessor {
     routes: RwLock<RouteInfoManager>,
     kv: Arc<KvConfigManager>,
-    config: RwLock<NamesrvConfig>,
+    config: Arc<RwLock<NamesrvConfig>>,
+    /// The one writer of the config file UPDATE_NAMESRV_CONFIG persists to.
+    config_file: Arc<crate::persist::ConfigFile>,
     started: Instant,
     /// Connections brokers registered over, so an expired broker's connection can be closed.
     broker_conns: Mutex<HashMap<u64, Weak<Connection>>>,
@@ -67,10 +69,18 @@ pub struct NamesrvProcessor {
 
 impl NamesrvProcessor {
     pub fn new(config: NamesrvConfig, kv: KvConfigManager) -> Self {
+        let path = config.config_store_path.clone();
+        let config = Arc::new(RwLock::new(config));
+        let source = config.clone();
+        let snapshot = move || {
+            let c = source.read().unwrap_or_else(|e| e.into_inner());
+            crate::config::to_properties(&c.entries()).into_bytes()
+        };
         Self {
             routes: RwLock::new(RouteInfoManager::new()),
             kv: Arc::new(kv),
-            config: RwLock::new(config),
+            config,
+            config_file: crate::persist::ConfigFile::new(path, Box::new(snapshot)),
             started: Instant::now(),
             broker_conns: Mutex::new(HashMap::new()),
         }
@@ -352,22 +362,29 @@ impl NamesrvProcessor {
     async fn update_namesrv_config(&self, req: &RemotingCommand) -> Handled {
         let text = String::from_utf8_lossy(&req.body);
         let pairs = crate::config::parse_properties(text.as_bytes());
-        let mut next = self.config();
-        if pairs.iter().any(|(k, _)| next.is_black_listed(k)) {
-            return Err(NamesrvError::BlackListed);
-        }
-        for (key, value) in &pairs {
-            if !next.set(key, value).map_err(|e| NamesrvError::Refused(e.to_string()))? {
-                return Err(NamesrvError::Refused(format!("unknown config key '{key}'")));
+        {
+            // Read, change and store under one lock: concurrent updates never lose each other's keys.
+            let mut current = self.config.write().unwrap_or_else(|e| e.into_inner());
+            let mut next = current.clone();
+            if pairs.iter().any(|(k, _)| next.is_black_listed(k)) {
+                return Err(NamesrvError::BlackListed);
             }
+            for (key, value) in &pairs {
+                if !next.set(key, value).map_err(|e| NamesrvError::Refused(e.to_string()))? {
+                    return Err(NamesrvError::Refused(format!("unknown config key '{key}'")));
+                }
+            }
+            next.validate().map_err(|e| NamesrvError::Refused(e.to_string()))?;
+            if next.config_store_path != current.config_store_path {
+                return Err(NamesrvError::Refused("configStorePath cannot change while running".into()));
+            }
+            *current = next;
         }
-        next.validate().map_err(|e| NamesrvError::Refused(e.to_string()))?;
-        let path = next.config_store_path.clone();
-        let text = crate::config::to_properties(&next.entries());
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = next;
         info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "namesrv config updated");
-        blocking(move || crate::persist::write_atomically(&path, text.as_bytes()))
-            .await?
+        // One writer: the file never ends up with an older config than a later request's.
+        self.config_file
+            .persist()
+            .await
             .map_err(|e| NamesrvError::Refused(format!("config updated but not persisted: {e}")))?;
         Ok(ok(req))
     }

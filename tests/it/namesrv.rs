@@ -173,6 +173,46 @@ async fn namesrv_config_get_and_update() {
     assert!(resp.remark.unwrap().contains("scanNotActiveBrokerInterval"));
 }
 
+/// Concurrent updates of different keys: none is lost in memory, and the file ends with the
+/// latest values (one writer; never an older snapshot over a newer one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_config_updates_keep_every_key_and_the_latest_file() {
+    let ns = TestNamesrv::start(|_| {}).await;
+    let mut tasks = Vec::new();
+    for (key, base) in [("scanNotActiveBrokerInterval", 5_000), ("brokerChannelExpiredTime", 120_000)] {
+        let addr = ns.addr;
+        tasks.push(tokio::spawn(async move {
+            let c = std::sync::Arc::new(client());
+            let mut pending = Vec::new();
+            for i in 1..=100 {
+                let (c, body) = (c.clone(), format!("{key}={}\n", base + i));
+                let update = request(RequestCode::UPDATE_NAMESRV_CONFIG, &[]).with_body(body);
+                pending.push(tokio::spawn(async move { call(&c, addr, update).await.response_code() }));
+            }
+            for p in pending {
+                assert_eq!(p.await.unwrap(), ResponseCode::SUCCESS);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Both keys changed; each holds a value one of its updates set, and the file agrees.
+    let c = client();
+    let get = call(&c, ns.addr, request(RequestCode::GET_NAMESRV_CONFIG, &[])).await;
+    let live = String::from_utf8(get.body.to_vec()).unwrap();
+    let file = std::fs::read_to_string(ns.dir.path().join("namesrv.properties")).unwrap();
+    for (key, base) in [("scanNotActiveBrokerInterval", 5_000), ("brokerChannelExpiredTime", 120_000)] {
+        let value = |text: &str| -> i64 {
+            let line = text.lines().find_map(|l| l.strip_prefix(&format!("{key}="))).expect(key);
+            line.trim().parse().unwrap()
+        };
+        let v = value(&live);
+        assert!(v > base && v <= base + 100, "{key}={v}: an update was lost");
+        assert_eq!(value(&file), v, "{key}: the file holds an older config than the broker's");
+    }
+}
+
 #[tokio::test]
 async fn order_topic_conf_in_routes_when_enabled() {
     let ns = TestNamesrv::start(|c| c.order_message_enable = true).await;
