@@ -2,6 +2,7 @@
 # Turns the hex seeds (and the golden frames) into a raw corpus for cargo-fuzz:
 #   fuzz/seed.sh && cargo +nightly fuzz run frame_decode fuzz/corpus/frame_decode
 #   fuzz/seed.sh && cargo +nightly fuzz run record_scan fuzz/corpus/record_scan
+# (likewise header_json, header_binary, register_body, batch_body, ha_wire; see README.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 seed() {
@@ -15,3 +16,8 @@ seed() {
 }
 seed frame_decode seeds/frame_decode/*.hex ../testdata/frames/*.hex
 seed record_scan seeds/record_scan/*.hex
+seed header_json seeds/header_json/*.hex
+seed header_binary seeds/header_binary/*.hex
+seed register_body seeds/register_body/*.hex
+seed batch_body seeds/batch_body/*.hex
+seed ha_wire seeds/ha_wire/*.hex

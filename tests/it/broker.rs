@@ -171,7 +171,8 @@ async fn send_then_pull_returns_the_stored_records() {
     let batch = encode_batch(&[
         BatchEntry { flag: 0, body: "b1".into(), properties: properties_to_string([("UNIQ_KEY", "U1")]) },
         BatchEntry { flag: 0, body: "b2".into(), properties: properties_to_string([("UNIQ_KEY", "U2")]) },
-    ]);
+    ])
+    .unwrap();
     let mut req = send("BT", 2, &[], "A").with_body(batch);
     req.code = RequestCode::SEND_BATCH_MESSAGE.0;
     req.ext_fields.insert("m".into(), "true".into());

@@ -18,7 +18,7 @@ fn batch_body(n: usize) -> Vec<u8> {
             properties: properties_to_string([("KEYS", format!("key-{i}").as_str()), ("TAGS", "A")]),
         })
         .collect();
-    encode_batch(&entries)
+    encode_batch(&entries).unwrap()
 }
 
 /// SEND_MESSAGE (10) spells the header out; `batch` is its flag.

@@ -53,10 +53,18 @@ pub fn decode_batch(body: &Bytes) -> Result<Vec<BatchEntry>, String> {
     Ok(out)
 }
 
-/// Encodes entries as a batch body (tests and tools).
-pub fn encode_batch(entries: &[BatchEntry]) -> Vec<u8> {
+/// Encodes entries as a batch body (tests and tools). `Err` names an entry whose properties do
+/// not fit the format's 16-bit length (more than 32,767 bytes).
+pub fn encode_batch(entries: &[BatchEntry]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    for e in entries {
+    for (i, e) in entries.iter().enumerate() {
+        if e.properties.len() > i16::MAX as usize {
+            return Err(format!(
+                "batch entry {i} has {} bytes of properties, more than {}",
+                e.properties.len(),
+                i16::MAX
+            ));
+        }
         let total = 20 + e.body.len() + 2 + e.properties.len();
         out.extend_from_slice(&(total as i32).to_be_bytes());
         out.extend_from_slice(&0i32.to_be_bytes());
@@ -67,7 +75,7 @@ pub fn encode_batch(entries: &[BatchEntry]) -> Vec<u8> {
         out.extend_from_slice(&(e.properties.len() as i16).to_be_bytes());
         out.extend_from_slice(e.properties.as_bytes());
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -80,12 +88,29 @@ mod tests {
             BatchEntry { flag: 1, body: Bytes::from_static(b"hello"), properties: "KEYS\u{1}k\u{2}".into() },
             BatchEntry { flag: 0, body: Bytes::new(), properties: String::new() },
         ];
-        let enc = Bytes::from(encode_batch(&entries));
+        let enc = Bytes::from(encode_batch(&entries).unwrap());
         assert_eq!(decode_batch(&enc).unwrap(), entries);
         let first_end = 20 + 5 + 2 + entries[0].properties.len();
         assert_eq!(decode_batch(&enc.slice(..first_end)).unwrap(), entries[..1]);
         for n in (1..enc.len()).filter(|n| *n != first_end) {
             assert!(decode_batch(&enc.slice(..n)).is_err(), "prefix {n}");
         }
+    }
+
+    /// Found by reading the batch_body fuzz target: 12,000 invalid UTF-8 bytes of properties decode
+    /// (each to a 3-byte U+FFFD) to more than the 16-bit length holds; encoding refuses them
+    /// instead of writing a wrapped length.
+    #[test]
+    fn properties_past_the_16_bit_length_are_refused_not_wrapped() {
+        let mut body = Vec::new();
+        let props = vec![0xFFu8; 12_000];
+        body.extend_from_slice(&((20 + 2 + props.len()) as i32).to_be_bytes());
+        body.extend_from_slice(&[0u8; 12]);
+        body.extend_from_slice(&0i32.to_be_bytes()); // body length
+        body.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        body.extend_from_slice(&props);
+        let entries = decode_batch(&Bytes::from(body)).unwrap();
+        assert_eq!(entries[0].properties.len(), 36_000);
+        assert!(encode_batch(&entries).unwrap_err().contains("entry 0 has 36000 bytes"));
     }
 }
