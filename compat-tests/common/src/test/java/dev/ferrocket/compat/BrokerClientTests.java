@@ -658,15 +658,18 @@ abstract class BrokerClientTests {
         }
 
         String group = Compat.unique("cg-lite-assign");
-        // The group starts at the end of both queues. assign() starts pulling at once, and a pull the
-        // client already sent when seek() runs still delivers its messages afterwards (a race inside
-        // DefaultLitePullConsumer, the same against the Java broker); from the end it finds none.
+        // The group starts at committed offsets 4 and 7 (set over the raw protocol), so the first
+        // pulls after assign() read from there. Seeking right after assign() races with the pull the
+        // client already sent (DefaultLitePullConsumer, the same against the Java broker): its
+        // result may still be delivered after the seek, or, when seek interrupts it mid-send, the
+        // client closes its channel and the seek offset is lost. Seek is exercised below, once
+        // the first pulls are done.
         RemotingCommand created = rpc.invoke(env.brokerAddr(), 200, Map.of(),
             BrokerRpc.utf8("{\"groupName\":\"" + group + "\"}"));
         assertEquals(0, created.getCode(), "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: " + created.getRemark());
         for (MessageQueue mq : List.of(mq0, mq1)) {
             Map<String, String> ext = Map.of("consumerGroup", group, "topic", topic,
-                "queueId", Integer.toString(mq.getQueueId()), "commitOffset", "10");
+                "queueId", Integer.toString(mq.getQueueId()), "commitOffset", mq == mq0 ? "4" : "7");
             RemotingCommand committed = rpc.invoke(env.brokerAddr(), 15, ext, null);
             assertEquals(0, committed.getCode(), "UPDATE_CONSUMER_OFFSET " + ext + ": " + committed.getRemark());
         }
@@ -678,18 +681,16 @@ abstract class BrokerClientTests {
             lite.start();
             assertEquals(Set.of(mq0, mq1), new HashSet<>(lite.fetchMessageQueues(topic)), "fetchMessageQueues");
             lite.assign(List.of(mq0, mq1));
-            seek(lite, mq0, 4);
-            seek(lite, mq1, 7);
             List<Deliveries.Sent> fromSeek = new ArrayList<>();
             IntStream.range(4, 10).forEach(i -> fromSeek.add(byKey.get("q0-" + i)));
             IntStream.range(7, 10).forEach(i -> fromSeek.add(byKey.get("q1-" + i)));
             Deliveries got = new Deliveries();
-            Wait.until("polls after seek(q0, 4), seek(q1, 7) to return q0-4..9 and q1-7..9", CONSUME_TIMEOUT, () -> {
+            Wait.until("polls from the committed offsets 4 and 7 to return q0-4..9 and q1-7..9", CONSUME_TIMEOUT, () -> {
                 got.add("lite", lite.poll(200));
                 return got.hasAll(fromSeek, null);
             });
             got.add("lite", lite.poll(500));
-            assertEquals(0, Deliveries.assertExactly("messages polled after seek", fromSeek, got.all()),
+            assertEquals(0, Deliveries.assertExactly("messages polled from the committed offsets", fromSeek, got.all()),
                 "duplicates polled");
             for (Deliveries.Delivery d : got.all()) {
                 assertEquals(Long.parseLong(d.key().substring(3)), d.queueOffset(), "queue offset of " + d.key());
