@@ -51,6 +51,15 @@ impl ConsumerManager {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The pull path's view of a group: its subscription of `topic` (if the group is known:
+    /// `Some(None)` when it does not subscribe to it) and whether it consumes by broadcasting.
+    /// Copies one subscription, not the whole group.
+    pub fn pull_view(&self, group: &str, topic: &str) -> Option<(Option<SubscriptionData>, bool)> {
+        let groups = self.groups();
+        let info = groups.get(group)?;
+        Some((info.subscriptions.get(topic).cloned(), info.message_model == "BROADCASTING"))
+    }
+
     /// Heartbeat v2 without subscriptions: refreshes the channel if the group is known with the
     /// same fingerprint and this channel already registered. `Some(changed)` on success, `None`
     /// when the client must send its full heartbeat (`IS_SUB_CHANGE=true`).

@@ -9,23 +9,26 @@ use tokio::sync::Notify;
 
 #[derive(Default)]
 pub struct PullHold {
-    queues: Mutex<HashMap<(String, i32), Arc<Notify>>>,
+    /// topic -> queue id -> signal: looked up by `&str`, no allocation per arrival.
+    queues: Mutex<HashMap<String, HashMap<i32, Arc<Notify>>>>,
 }
 
 impl PullHold {
     /// The wake-up signal of a queue.
     pub fn signal(&self, topic: &str, queue_id: i32) -> Arc<Notify> {
-        self.queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry((topic.to_owned(), queue_id))
-            .or_insert_with(|| Arc::new(Notify::new()))
-            .clone()
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = queues.get(topic).and_then(|q| q.get(&queue_id)) {
+            return s.clone();
+        }
+        queues.entry(topic.to_owned()).or_default().entry(queue_id).or_insert_with(|| Arc::new(Notify::new())).clone()
     }
 
     /// Called by the store's dispatcher for every new message.
     pub fn message_arrived(&self, topic: &str, queue_id: i32) {
-        let signal = self.queues.lock().unwrap_or_else(|e| e.into_inner()).get(&(topic.to_owned(), queue_id)).cloned();
+        let signal = {
+            let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+            queues.get(topic).and_then(|q| q.get(&queue_id)).cloned()
+        };
         if let Some(s) = signal {
             s.notify_waiters();
         }

@@ -35,6 +35,26 @@ pub struct TopicConfigManager {
     learned: Mutex<HashMap<String, Instant>>,
 }
 
+/// What the hot paths read of a topic's config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicView {
+    pub perm: i32,
+    pub read_queue_nums: i32,
+    pub write_queue_nums: i32,
+    pub topic_filter_type: crate::model::TopicFilterType,
+}
+
+impl TopicView {
+    pub fn of(tc: &TopicConfig) -> Self {
+        Self {
+            perm: tc.perm,
+            read_queue_nums: tc.read_queue_nums,
+            write_queue_nums: tc.write_queue_nums,
+            topic_filter_type: tc.topic_filter_type,
+        }
+    }
+}
+
 /// Topics clients may not send to (`TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`).
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     "SCHEDULE_TOPIC_XXXX",
@@ -128,6 +148,11 @@ impl TopicConfigManager {
 
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
         self.read().topic_config_table.get(topic).cloned()
+    }
+
+    /// The few numbers the send and pull paths need, without cloning the config.
+    pub fn view(&self, topic: &str) -> Option<TopicView> {
+        self.read().topic_config_table.get(topic).map(TopicView::of)
     }
 
     pub fn contains(&self, topic: &str) -> bool {

@@ -304,18 +304,21 @@ impl ConsumeQueue {
     }
 }
 
+/// topic -> queue id -> queue: looked up by `&str`, no allocation per message.
+type Queues = std::collections::HashMap<String, std::collections::HashMap<i32, Arc<ConsumeQueue>>>;
+
 /// All ConsumeQueues, created on first dispatch.
 pub struct ConsumeQueueTable {
     root: PathBuf,
     file_size: usize,
-    queues: std::sync::RwLock<std::collections::HashMap<(String, i32), Arc<ConsumeQueue>>>,
+    queues: std::sync::RwLock<Queues>,
 }
 
 impl ConsumeQueueTable {
     /// Loads every `<root>/<topic>/<queueId>/` directory.
     pub fn load(root: &Path, file_size: usize) -> Result<Self, StoreError> {
         std::fs::create_dir_all(root).map_err(StoreError::io(format!("create {}", root.display())))?;
-        let mut queues = std::collections::HashMap::new();
+        let mut queues = Queues::new();
         for topic_dir in std::fs::read_dir(root).map_err(StoreError::io(format!("list {}", root.display())))?.flatten()
         {
             let topic = topic_dir.file_name().to_string_lossy().into_owned();
@@ -323,7 +326,7 @@ impl ConsumeQueueTable {
             for q in entries.flatten() {
                 if let Ok(queue_id) = q.file_name().to_string_lossy().parse::<i32>() {
                     let cq = ConsumeQueue::load(root, &topic, queue_id, file_size)?;
-                    queues.insert((topic.clone(), queue_id), Arc::new(cq));
+                    queues.entry(topic.clone()).or_default().insert(queue_id, Arc::new(cq));
                 }
             }
         }
@@ -331,7 +334,7 @@ impl ConsumeQueueTable {
     }
 
     pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        self.queues.read().unwrap_or_else(|e| e.into_inner()).get(&(topic.to_owned(), queue_id)).cloned()
+        self.queues.read().unwrap_or_else(|e| e.into_inner()).get(topic)?.get(&queue_id).cloned()
     }
 
     pub fn get_or_create(&self, topic: &str, queue_id: i32) -> Result<Arc<ConsumeQueue>, StoreError> {
@@ -339,26 +342,23 @@ impl ConsumeQueueTable {
             return Ok(q);
         }
         let mut map = self.queues.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(q) = map.get(&(topic.to_owned(), queue_id)) {
+        let topic_queues = map.entry(topic.to_owned()).or_default();
+        if let Some(q) = topic_queues.get(&queue_id) {
             return Ok(q.clone());
         }
         let q = Arc::new(ConsumeQueue::load(&self.root, topic, queue_id, self.file_size)?);
-        map.insert((topic.to_owned(), queue_id), q.clone());
+        topic_queues.insert(queue_id, q.clone());
         Ok(q)
     }
 
     pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
-        self.queues.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+        self.queues.read().unwrap_or_else(|e| e.into_inner()).values().flat_map(|q| q.values().cloned()).collect()
     }
 
     /// Removes a topic's queues and their files (topic deletion).
     pub fn remove_topic(&self, topic: &str) -> Result<(), StoreError> {
-        let removed: Vec<_> = {
-            let mut map = self.queues.write().unwrap_or_else(|e| e.into_inner());
-            let keys: Vec<_> = map.keys().filter(|(t, _)| t == topic).cloned().collect();
-            keys.into_iter().filter_map(|k| map.remove(&k)).collect()
-        };
-        for q in removed {
+        let removed = self.queues.write().unwrap_or_else(|e| e.into_inner()).remove(topic).unwrap_or_default();
+        for q in removed.into_values() {
             q.destroy()?;
         }
         let dir = self.root.join(topic);

@@ -9,7 +9,7 @@ use tracing::error;
 
 use super::commit_log::record::{self, DispatchRequest, RecordCheck};
 use super::consume_queue::CqUnit;
-use super::message_store::Inner;
+use super::state::Inner;
 use super::StoreError;
 use crate::model::message::{self, sys_flag};
 

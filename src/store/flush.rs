@@ -10,50 +10,12 @@
 //! A failed msync poisons the store: no further writes are accepted, because the page cache may
 //! have dropped the data and retrying would report success for bytes that are not on disk.
 
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
 use tracing::error;
 
-use super::message_store::{FlushFault, Inner};
+use super::state::{FlushFault, Inner};
 use super::FlushDiskType;
-
-/// Puts waiting for their bytes to be on disk.
-#[derive(Default)]
-pub struct GroupCommit {
-    pending: Mutex<Vec<(u64, oneshot::Sender<bool>)>>,
-    wake: Condvar,
-}
-
-impl GroupCommit {
-    /// Registers a put whose data ends at `end_offset`; the receiver gets `true` once flushed,
-    /// `false` if flushing failed.
-    pub fn request(&self, end_offset: u64) -> oneshot::Receiver<bool> {
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((end_offset, tx));
-        self.wake.notify_one();
-        rx
-    }
-
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Waits up to `max_wait` for requests and takes them all.
-    fn take(&self, max_wait: Duration) -> Vec<(u64, oneshot::Sender<bool>)> {
-        let guard = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut guard, _) =
-            self.wake.wait_timeout_while(guard, max_wait, |p| p.is_empty()).unwrap_or_else(|e| e.into_inner());
-        std::mem::take(&mut *guard)
-    }
-
-    fn fail_all(&self) {
-        for (_, tx) in std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner())) {
-            let _ = tx.send(false);
-        }
-    }
-}
 
 /// The CommitLog flush thread's body; returns when the store stops.
 pub fn run(inner: &Inner) {

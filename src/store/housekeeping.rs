@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tracing::error;
 
-use super::message_store::Inner;
+use super::state::Inner;
 
 pub fn run_consume_queue_flush(inner: &Inner) {
     let mut last_thorough = Instant::now();

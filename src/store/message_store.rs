@@ -5,21 +5,18 @@ use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use tracing::{info, warn};
 
 use super::checkpoint::Checkpoint;
-use super::commit_log::record::DispatchRequest;
 use super::commit_log::{AppendResult, CommitLog};
 use super::consume_queue::ConsumeQueueTable;
-use super::flush::GroupCommit;
+use super::group_commit::GroupCommit;
 use super::index::IndexService;
+use super::state::{now_ms, total_memory, ArrivalListener, FlushFault, Inner};
 use super::{FlushDiskType, StoreConfig, StoreError};
 use crate::model::message::MessageToStore;
-
-/// Called by the dispatcher for every message that lands in a ConsumeQueue.
-pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
 
 /// The outcome of a put (`PutMessageStatus`).
 #[derive(Clone, Debug, PartialEq)]
@@ -47,104 +44,6 @@ impl PutMessageResult {
     pub fn is_ok(&self) -> bool {
         self.status == PutStatus::PutOk
     }
-}
-
-/// A disk fault to simulate on the next CommitLog flush (tests).
-#[derive(Clone, Copy, Debug)]
-pub enum FlushFault {
-    Fail,
-    Stall(Duration),
-}
-
-/// State shared by the store's threads.
-pub struct Inner {
-    pub(super) config: StoreConfig,
-    pub(super) commit_log: CommitLog,
-    pub(super) queues: ConsumeQueueTable,
-    pub(super) index: IndexService,
-    pub(super) checkpoint: Checkpoint,
-    pub(super) group_commit: GroupCommit,
-    pub(super) reput_from: AtomicU64,
-    pub(super) last_dispatched_timestamp: AtomicI64,
-    pub(super) disk_full: AtomicBool,
-    running: AtomicBool,
-    poison: Mutex<Option<String>>,
-    flush_fault: Mutex<Option<FlushFault>>,
-    /// Disk usage percent forced by tests; `u32::MAX` = measure.
-    disk_usage_override: std::sync::atomic::AtomicU32,
-    dispatch_wake: (Mutex<bool>, Condvar),
-    stop_wake: (Mutex<()>, Condvar),
-    arrival: RwLock<Option<ArrivalListener>>,
-    pub(super) total_memory: u64,
-    /// Notified after every append (replication to slaves follows it).
-    appended: Arc<tokio::sync::Notify>,
-}
-
-impl Inner {
-    pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
-    }
-
-    /// Sleeps up to `d`, waking early when the store stops; false once stopped.
-    pub fn sleep_while_running(&self, d: Duration) -> bool {
-        let (lock, cv) = &self.stop_wake;
-        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = cv.wait_timeout_while(guard, d, |_| self.is_running()).unwrap_or_else(|e| e.into_inner());
-        self.is_running()
-    }
-
-    pub fn poisoned(&self) -> Option<String> {
-        self.poison.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub fn poison(&self, why: String) {
-        self.poison.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
-    }
-
-    pub(super) fn disk_usage_override(&self) -> Option<u32> {
-        Some(self.disk_usage_override.load(Ordering::Acquire)).filter(|p| *p != u32::MAX)
-    }
-
-    pub(super) fn set_disk_usage_override(&self, percent: Option<u32>) {
-        self.disk_usage_override.store(percent.unwrap_or(u32::MAX), Ordering::Release);
-    }
-
-    pub(super) fn take_flush_fault(&self) -> Option<FlushFault> {
-        self.flush_fault.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
-    /// How far the dispatcher may go: flushed data under SYNC_FLUSH, written data otherwise.
-    pub fn confirm_offset(&self) -> u64 {
-        match self.config.flush_disk_type {
-            FlushDiskType::SyncFlush => self.commit_log.files().flushed_where(),
-            FlushDiskType::AsyncFlush => self.commit_log.max_offset(),
-        }
-    }
-
-    pub fn wake_dispatcher(&self) {
-        let (lock, cv) = &self.dispatch_wake;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_one();
-    }
-
-    pub fn wait_for_dispatch_work(&self, max: Duration) {
-        let (lock, cv) = &self.dispatch_wake;
-        let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut woken, _) = cv.wait_timeout_while(guard, max, |w| !*w).unwrap_or_else(|e| e.into_inner());
-        *woken = false;
-    }
-
-    pub fn notify_arrival(&self, d: &DispatchRequest) {
-        let listener = self.arrival.read().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(l) = listener {
-            l(d);
-        }
-    }
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The message store. Dropping it without [`MessageStore::shutdown`] behaves like a crash.
@@ -382,6 +281,20 @@ impl MessageStore {
     }
 }
 
+impl MessageStore {
+    /// Runs one cleaning pass now, as if at `now` (the admin "delete expired files" request,
+    /// and tests). Returns the CommitLog segments deleted.
+    pub fn clean_expired_files(&self, now: SystemTime) -> Result<usize, StoreError> {
+        super::retention::clean_pass(&self.inner, now, true)
+    }
+
+    /// Pretends the disk is `percent` full (tests of disk protection); `None` measures again.
+    #[doc(hidden)]
+    pub fn override_disk_usage(&self, percent: Option<u32>) {
+        self.inner.set_disk_usage_override(percent);
+    }
+}
+
 impl Drop for MessageStore {
     fn drop(&mut self) {
         // Like a crash: stop the threads, leave files (and `abort`) as they are.
@@ -419,16 +332,4 @@ fn take_lock(config: &StoreConfig) -> Result<File, StoreError> {
         }
         Err(e) => Err(StoreError::io(format!("lock {}", path.display()))(e.into())),
     }
-}
-
-/// Physical memory, for the "in memory" read heuristics (`accessMessageInMemoryMaxRatio`).
-fn total_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(8 << 30, |kb| kb * 1024)
 }

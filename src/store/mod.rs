@@ -4,6 +4,10 @@
 //!
 //! May import: `crate::model` only. It never sees wire types, so other front ends can share it.
 //!
+//! Inside, `state.rs` holds what the threads share (`Inner`); the services (`dispatch`, `flush`,
+//! `housekeeping`, `recovery`, `retention`) work on it, and `message_store.rs` (the facade: open,
+//! put, shutdown) starts them. Services never import the facade (tests/it/layering.rs).
+//!
 //! ```text
 //! <root>/commitlog/00000000000000000000     records, 1 GiB segments (commit_log/record.rs)
 //! <root>/consumequeue/<topic>/<queueId>/…   20-byte units: offset:i64 size:i32 tagsCode:i64
@@ -20,6 +24,7 @@ pub mod consume_queue;
 mod dispatch;
 mod flush;
 pub mod get;
+mod group_commit;
 mod housekeeping;
 pub mod index;
 pub mod mapped_file;
@@ -27,10 +32,12 @@ pub mod mapped_file_queue;
 mod message_store;
 mod recovery;
 mod retention;
+mod state;
 
 pub use dispatch::SCHEDULE_TOPIC;
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
-pub use message_store::{now_ms, ArrivalListener, FlushFault, MessageStore, PutMessageResult, PutStatus};
+pub use message_store::{MessageStore, PutMessageResult, PutStatus};
+pub use state::{now_ms, ArrivalListener, FlushFault};
 
 pub use config::{FlushDiskType, StoreConfig};
 

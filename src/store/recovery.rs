@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use tracing::info;
 
 use super::commit_log::record::{self, RecordCheck};
-use super::message_store::Inner;
+use super::state::Inner;
 use super::StoreError;
 
 pub fn recover(inner: &Inner, last_exit_ok: bool) -> Result<(), StoreError> {

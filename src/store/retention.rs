@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use chrono::Timelike;
 use tracing::{error, info, warn};
 
-use super::message_store::{Inner, MessageStore};
+use super::state::Inner;
 use super::StoreError;
 
 pub fn run(inner: &Inner) {
@@ -39,7 +39,7 @@ fn disk_used_ratio(path: &std::path::Path) -> Option<u32> {
 }
 
 /// One pass: check the disk, delete what may go. Returns the CommitLog segments deleted.
-fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result<usize, StoreError> {
+pub(super) fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result<usize, StoreError> {
     let c = &inner.config;
     let ratio = inner.disk_usage_override().or_else(|| disk_used_ratio(&c.commit_log_dir())).unwrap_or(0);
     let warning = c.disk_space_warning_level_ratio.clamp(35, 90);
@@ -98,18 +98,4 @@ fn delete_commit_log_files(inner: &Inner, now: SystemTime, force: bool) -> Resul
         n += 1;
     }
     inner.commit_log.files().delete_first(n)
-}
-
-impl MessageStore {
-    /// Runs one cleaning pass now, as if at `now` (the admin "delete expired files" request,
-    /// and tests). Returns the CommitLog segments deleted.
-    pub fn clean_expired_files(&self, now: SystemTime) -> Result<usize, StoreError> {
-        clean_pass(&self.inner, now, true)
-    }
-
-    /// Pretends the disk is `percent` full (tests of disk protection); `None` measures again.
-    #[doc(hidden)]
-    pub fn override_disk_usage(&self, percent: Option<u32>) {
-        self.inner.set_disk_usage_override(percent);
-    }
 }

@@ -20,9 +20,82 @@ fn assert_imports_nothing_of(area: &str, forbidden: &[&str]) {
     rust_files(&root, &mut files);
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
+        let grouped = grouped_imports(&text);
         for f in forbidden {
             for pattern in [format!("crate::{f}"), format!("ferrocket::{f}"), format!("super::super::{f}")] {
                 assert!(!text.contains(&pattern), "{} imports {pattern}, which {area} may not use", file.display());
+            }
+            assert!(
+                !grouped.iter().any(|g| g == f),
+                "{} imports {f} in a grouped `crate::{{...}}`, which {area} may not use",
+                file.display()
+            );
+        }
+    }
+}
+
+/// The first path segment of every item in `crate::{...}` / `ferrocket::{...}` groups.
+fn grouped_imports(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for prefix in ["crate::{", "ferrocket::{"] {
+        for (at, _) in text.match_indices(prefix) {
+            let rest = &text[at + prefix.len()..];
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in rest[..end].chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.push(item.trim().split("::").next().unwrap_or("").to_owned());
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(c);
+                }
+            }
+            out.push(item.trim().split("::").next().unwrap_or("").to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn grouped_imports_are_seen() {
+    let text = "use crate::{model::perm, protocol::{self, RemotingCommand}, store};";
+    assert_eq!(grouped_imports(text), vec!["model", "protocol", "store"]);
+}
+
+/// Inside the store: the services and the shared state never import the facade, and the state
+/// imports none of the services (STYLE.md: arrows run one way).
+#[test]
+fn store_services_work_on_shared_state_not_the_facade() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join("store");
+    let services = ["dispatch", "flush", "housekeeping", "recovery", "retention"];
+    for file in services.iter().chain(&["state", "group_commit"]) {
+        let path = dir.join(format!("{file}.rs"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for facade in ["super::message_store", "impl MessageStore"] {
+            assert!(!text.contains(facade), "{} reaches into the MessageStore facade ({facade})", path.display());
+        }
+        if *file == "state" || *file == "group_commit" {
+            for s in services {
+                assert!(!text.contains(&format!("super::{s}")), "{} imports the service {s}", path.display());
             }
         }
     }

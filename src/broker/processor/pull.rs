@@ -201,7 +201,7 @@ async fn check(
     if !group.consume_enable {
         return fail(ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
     }
-    let Some(tc) = b.topics.get(&h.topic) else {
+    let Some(tc) = b.topics.view(&h.topic) else {
         return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));
     };
     if !perm::is_readable(tc.perm) {
@@ -217,19 +217,19 @@ async fn check(
         let expr = h.subscription.as_deref().unwrap_or("*");
         SubscriptionData::build(&h.topic, expr, h.expression_type.as_deref())
     } else {
-        let Some(info) = b.consumers.group(&h.consumer_group) else {
+        let Some((sub, broadcasting)) = b.consumers.pull_view(&h.consumer_group, &h.topic) else {
             return fail(
                 ResponseCode::SUBSCRIPTION_NOT_EXIST,
                 format!("the consumer's group info not exist, group: {}", h.consumer_group),
             );
         };
-        if !group.consume_broadcast_enable && info.message_model == "BROADCASTING" {
+        if !group.consume_broadcast_enable && broadcasting {
             return fail(
                 ResponseCode::NO_PERMISSION,
                 format!("the consumer group[{}] can not consume by broadcast way", h.consumer_group),
             );
         }
-        let Some(sub) = info.subscriptions.get(&h.topic).cloned() else {
+        let Some(sub) = sub else {
             return fail(
                 ResponseCode::SUBSCRIPTION_NOT_EXIST,
                 format!("the consumer's subscription not exist, group: {}, topic: {}", h.consumer_group, h.topic),

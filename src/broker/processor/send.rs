@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{fail, BrokerError, Handled};
 use crate::broker::convert;
-use crate::broker::topic::NOT_ALLOWED_SEND_TOPICS;
+use crate::broker::topic::{TopicView, NOT_ALLOWED_SEND_TOPICS};
 use crate::broker::BrokerInner;
 use crate::model::group::{dlq_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::model::message::{self, offset_msg_id, property, sys_flag, MessageToStore};
@@ -58,8 +58,8 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             return fail(ResponseCode::MESSAGE_ILLEGAL, "batch request does not support retry group");
         }
         if let Some(dlq) = retry_to_dlq(b, &h, req.version, reconsume_times).await? {
-            tc = dlq;
-            topic = tc.topic_name.clone();
+            tc = TopicView::of(&dlq);
+            topic = dlq.topic_name;
             queue_id = 0;
             let mut props = message::parse_properties(&properties);
             props.insert(property::DELAY.to_owned(), "-1".to_owned());
@@ -139,7 +139,7 @@ async fn check_topic(
     b: &Arc<BrokerInner>,
     h: &SendMessageRequestHeader,
     req: &RemotingCommand,
-) -> Result<TopicConfig, BrokerError> {
+) -> Result<TopicView, BrokerError> {
     if !perm::is_writeable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
@@ -150,7 +150,7 @@ async fn check_topic(
     if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
         return fail(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
     }
-    let tc = match b.topics.get(&h.topic) {
+    let tc = match b.topics.view(&h.topic) {
         Some(tc) => tc,
         None => {
             // `msgCheck`: unit mode marks the new topic; the default topic's perm decides
@@ -177,7 +177,7 @@ async fn check_topic(
                 );
             };
             b.topics_changed().await;
-            tc
+            TopicView::of(&tc)
         }
     };
     if !perm::is_writeable(tc.perm) {

@@ -30,9 +30,8 @@ pub struct AppendResult {
 }
 
 struct Writer {
-    /// `"<topic>-<queueId>"` -> next queue offset (`topicQueueTable`).
-    queue_offsets: HashMap<String, i64>,
-    buf: Vec<u8>,
+    /// topic -> queue id -> next queue offset (`topicQueueTable`), looked up without allocating.
+    queue_offsets: HashMap<String, HashMap<i32, i64>>,
 }
 
 pub struct CommitLog {
@@ -40,15 +39,11 @@ pub struct CommitLog {
     writer: Mutex<Writer>,
 }
 
-fn queue_key(topic: &str, queue_id: i32) -> String {
-    format!("{topic}-{queue_id}")
-}
-
 impl CommitLog {
     pub fn load(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
         Ok(Self {
             files: MappedFileQueue::load(dir, file_size, true)?,
-            writer: Mutex::new(Writer { queue_offsets: HashMap::new(), buf: Vec::with_capacity(64 * 1024) }),
+            writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
         })
     }
 
@@ -70,39 +65,65 @@ impl CommitLog {
 
     /// Sets the next queue offset of a queue (recovery, topic deletion).
     pub fn set_queue_offset(&self, topic: &str, queue_id: i32, next: i64) {
-        self.writer().queue_offsets.insert(queue_key(topic, queue_id), next);
+        self.writer().queue_offsets.entry(topic.to_owned()).or_default().insert(queue_id, next);
     }
 
     pub fn remove_topic_offsets(&self, topic: &str) {
-        let prefix = format!("{topic}-");
-        self.writer()
-            .queue_offsets
-            .retain(|k, _| !(k.starts_with(&prefix) && k[prefix.len()..].parse::<i32>().is_ok()));
+        self.writer().queue_offsets.remove(topic);
     }
 
     /// Appends `msgs` (one message, or a batch for one topic/queue) as consecutive records.
     /// `now` gives the store timestamp, read inside the lock so store times follow file order.
+    /// Records are encoded (body CRC included) before the lock is taken; under it only the queue
+    /// offset, the position and the store time are filled in and the bytes copied.
     pub fn append(&self, msgs: &[MessageToStore], now: impl Fn() -> i64) -> Result<AppendResult, StoreError> {
+        thread_local! {
+            /// Encoding buffer of this thread (appends never await, so no task shares it).
+            static ENCODED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(64 * 1024));
+        }
+        ENCODED.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            buf.clear();
+            let mut patches = Vec::with_capacity(msgs.len());
+            for m in msgs {
+                let start = buf.len();
+                patches.push((start, record::encode(m, &mut buf)));
+            }
+            let result = self.append_encoded(msgs, &mut buf, &patches, now);
+            if buf.capacity() > 4 << 20 {
+                *buf = Vec::with_capacity(64 * 1024); // do not keep a huge batch's buffer
+            }
+            result
+        })
+    }
+
+    /// The locked part of [`Self::append`]: `buf` holds the encoded records, `patches` where each
+    /// starts and where its store time goes.
+    fn append_encoded(
+        &self,
+        msgs: &[MessageToStore],
+        buf: &mut [u8],
+        patches: &[(usize, record::Patch)],
+        now: impl Fn() -> i64,
+    ) -> Result<AppendResult, StoreError> {
         let first = msgs.first().ok_or_else(|| StoreError::MessageIllegal("empty batch".into()))?;
         let tx = sys_flag::transaction_type(first.sys_flag);
         let takes_offset = tx != sys_flag::TRANSACTION_PREPARED && tx != sys_flag::TRANSACTION_ROLLBACK;
-        let mut w = self.writer();
-        let w = &mut *w;
-        w.buf.clear();
-        let mut patches = Vec::with_capacity(msgs.len());
-        for m in msgs {
-            let start = w.buf.len();
-            patches.push((start, record::encode(m, &mut w.buf)));
-        }
-        let total = w.buf.len();
+        let total = buf.len();
         let size = self.files.file_size();
         if total + END_FILE_MIN_BLANK_LENGTH > size {
             return Err(StoreError::MessageIllegal(format!(
                 "{total} bytes do not fit in a {size}-byte CommitLog segment"
             )));
         }
-        let key = queue_key(&first.topic, first.queue_id);
-        let queue_offset = if takes_offset { w.queue_offsets.get(&key).copied().unwrap_or(0) } else { 0 };
+        let mut w = self.writer();
+        let w = &mut *w;
+        let queue_offset = match takes_offset {
+            true => {
+                w.queue_offsets.get(first.topic.as_str()).and_then(|q| q.get(&first.queue_id)).copied().unwrap_or(0)
+            }
+            false => 0,
+        };
         let store_timestamp = now();
         let mut file = self.files.last_for_write(0)?;
         let free = size - file.wrote_position();
@@ -117,13 +138,21 @@ impl CommitLog {
             let end = patches.get(i + 1).map_or(total, |p| p.0);
             let phys = (base + *start as u64) as i64;
             let qo = if takes_offset { queue_offset + i as i64 } else { 0 };
-            record::patch(&mut w.buf[*start..end], *patch, qo, phys, store_timestamp);
+            record::patch(&mut buf[*start..end], *patch, qo, phys, store_timestamp);
             offsets.push(phys);
         }
-        file.append(&w.buf, store_timestamp)
+        file.append(buf, store_timestamp)
             .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))?;
         if takes_offset {
-            w.queue_offsets.insert(key, queue_offset + msgs.len() as i64);
+            let next = queue_offset + msgs.len() as i64;
+            match w.queue_offsets.get_mut(first.topic.as_str()) {
+                Some(q) => {
+                    q.insert(first.queue_id, next);
+                }
+                None => {
+                    w.queue_offsets.entry(first.topic.clone()).or_default().insert(first.queue_id, next);
+                }
+            }
         }
         Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
     }

@@ -208,9 +208,30 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Decodes the record at the start of `buf` completely. `None` if it is not a whole, valid
-/// record (blank included).
-pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
+/// The fields of a record, borrowed from the bytes it was read from (no copy of the body).
+struct View<'a> {
+    total_size: i32,
+    magic: i32,
+    body_crc: i32,
+    queue_id: i32,
+    flag: i32,
+    queue_offset: i64,
+    commit_log_offset: i64,
+    sys_flag: i32,
+    born_timestamp: i64,
+    born_host: SocketAddr,
+    store_timestamp: i64,
+    store_host: SocketAddr,
+    reconsume_times: i32,
+    prepared_transaction_offset: i64,
+    body: &'a [u8],
+    topic: &'a [u8],
+    properties: &'a [u8],
+}
+
+/// Parses the record at the start of `buf`. `None` if it is not a whole, valid record (blank
+/// included); the body CRC is checked when `check_crc`.
+fn view(buf: &[u8], check_crc: bool) -> Option<View<'_>> {
     let mut c = Cursor { buf, pos: 0 };
     let total_size = c.i32()?;
     let magic = c.i32()?;
@@ -237,13 +258,13 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
         return None;
     }
     let topic_len = if magic == MAGIC_V2 { usize::try_from(c.i16()?).ok()? } else { c.i8()? as u8 as usize };
-    let topic = String::from_utf8_lossy(c.take(topic_len)?).into_owned();
+    let topic = c.take(topic_len)?;
     let props_len = usize::try_from(c.i16()?).ok()?;
-    let properties = String::from_utf8_lossy(c.take(props_len)?).into_owned();
+    let properties = c.take(props_len)?;
     if c.pos != end {
         return None;
     }
-    Some(StoredMessage {
+    Some(View {
         total_size,
         magic,
         body_crc,
@@ -258,14 +279,40 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
         store_host,
         reconsume_times,
         prepared_transaction_offset,
-        body: Bytes::copy_from_slice(body),
+        body,
         topic,
         properties,
     })
 }
 
+/// Decodes the record at the start of `buf` completely. `None` if it is not a whole, valid
+/// record (blank included).
+pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
+    let v = view(buf, check_crc)?;
+    Some(StoredMessage {
+        total_size: v.total_size,
+        magic: v.magic,
+        body_crc: v.body_crc,
+        queue_id: v.queue_id,
+        flag: v.flag,
+        queue_offset: v.queue_offset,
+        commit_log_offset: v.commit_log_offset,
+        sys_flag: v.sys_flag,
+        born_timestamp: v.born_timestamp,
+        born_host: v.born_host,
+        store_timestamp: v.store_timestamp,
+        store_host: v.store_host,
+        reconsume_times: v.reconsume_times,
+        prepared_transaction_offset: v.prepared_transaction_offset,
+        body: Bytes::copy_from_slice(v.body),
+        topic: String::from_utf8_lossy(v.topic).into_owned(),
+        properties: String::from_utf8_lossy(v.properties).into_owned(),
+    })
+}
+
 /// Validates the record at the start of `buf` and extracts what dispatch needs
-/// (`checkMessageAndReturnSize`). `buf` runs to the end of the readable data.
+/// (`checkMessageAndReturnSize`) without copying the body. `buf` runs to the end of the
+/// readable data.
 pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
     let mut c = Cursor { buf, pos: 0 };
     let (Some(total), Some(magic)) = (c.i32(), c.i32()) else {
@@ -283,23 +330,24 @@ pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
     if end > buf.len() {
         return RecordCheck::Truncated { needed: end };
     }
-    match decode(&buf[..end], check_crc) {
-        Some(m) => {
-            let tags = message::property_value(&m.properties, message::property::TAGS);
+    match view(&buf[..end], check_crc) {
+        Some(v) => {
+            let properties = String::from_utf8_lossy(v.properties).into_owned();
+            let tags = message::property_value(&properties, message::property::TAGS);
             RecordCheck::Record(DispatchRequest {
                 tags_code: message::tags_code(tags),
-                topic: m.topic,
-                queue_id: m.queue_id,
-                commit_log_offset: m.commit_log_offset,
+                topic: String::from_utf8_lossy(v.topic).into_owned(),
+                queue_id: v.queue_id,
+                commit_log_offset: v.commit_log_offset,
                 size: total,
-                store_timestamp: m.store_timestamp,
-                queue_offset: m.queue_offset,
-                sys_flag: m.sys_flag,
-                prepared_transaction_offset: m.prepared_transaction_offset,
-                properties: m.properties,
+                store_timestamp: v.store_timestamp,
+                queue_offset: v.queue_offset,
+                sys_flag: v.sys_flag,
+                prepared_transaction_offset: v.prepared_transaction_offset,
+                properties,
             })
         }
-        None if check_crc && decode(&buf[..end], false).is_some() => RecordCheck::Invalid("body CRC mismatch"),
+        None if check_crc && view(&buf[..end], false).is_some() => RecordCheck::Invalid("body CRC mismatch"),
         None => RecordCheck::Invalid("record fields disagree with its total size"),
     }
 }
