@@ -10,80 +10,173 @@
 //! ordinal, ext values as numbers or booleans (taken in their string form).
 //! Writing is compact, keys sorted, null members omitted.
 
-use serde_json::{Map, Value};
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::Value;
 
 use super::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 use super::ProtocolError;
 
-/// Decodes a JSON header into a command with an empty body.
+/// Decodes a JSON header into a command with an empty body. Parsed straight into the command
+/// (one allocation per ext key and value), not through a `serde_json::Value` tree.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
-    let value: Value = serde_json::from_slice(header).map_err(|e| ProtocolError::BadJsonHeader(e.to_string()))?;
-    let Value::Object(obj) = value else {
-        return Err(ProtocolError::BadJsonHeader("header is not a JSON object".into()));
-    };
-    Ok(RemotingCommand {
-        code: int_member(&obj, "code")?.unwrap_or(0),
-        language: language(obj.get("language")),
-        version: int_member(&obj, "version")?.unwrap_or(0),
-        opaque: int_member(&obj, "opaque")?.unwrap_or(0),
-        flag: int_member(&obj, "flag")?.unwrap_or(0),
-        remark: match obj.get("remark") {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::Null) | None => None,
-            Some(Value::String(_)) => None,
-            Some(other) => Some(other.to_string()),
-        },
-        ext_fields: ext_fields(obj.get("extFields"))?,
-        body: Default::default(),
-        body_parts: Vec::new(),
-        serialize_type: SerializeType::Json,
-    })
+    let mut de = serde_json::Deserializer::from_slice(header);
+    let cmd = de.deserialize_any(HeaderVisitor).map_err(|e| ProtocolError::BadJsonHeader(e.to_string()))?;
+    de.end().map_err(|e| ProtocolError::BadJsonHeader(e.to_string()))?;
+    Ok(cmd)
 }
 
-/// An integer member: a JSON number, or a string holding one (fastjson converts both).
-fn int_member(obj: &Map<String, Value>, key: &'static str) -> Result<Option<i32>, ProtocolError> {
-    let bad = || ProtocolError::BadJsonHeader(format!("member '{key}' is not a 32-bit integer"));
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            let v = n.as_i64().ok_or_else(bad)?;
-            i32::try_from(v).map(Some).map_err(|_| bad())
+struct HeaderVisitor;
+
+impl<'de> Visitor<'de> for HeaderVisitor {
+    type Value = RemotingCommand;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("header is not a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RemotingCommand, A::Error> {
+        let mut cmd =
+            RemotingCommand { language: LanguageCode::JAVA, serialize_type: SerializeType::Json, ..Default::default() };
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Code => cmd.code = map.next_value::<Int>()?.0.unwrap_or(0),
+                Key::Version => cmd.version = map.next_value::<Int>()?.0.unwrap_or(0),
+                Key::Opaque => cmd.opaque = map.next_value::<Int>()?.0.unwrap_or(0),
+                Key::Flag => cmd.flag = map.next_value::<Int>()?.0.unwrap_or(0),
+                Key::Language => cmd.language = language(&map.next_value::<Value>()?),
+                Key::Remark => {
+                    cmd.remark = match map.next_value::<Value>()? {
+                        Value::String(s) if !s.is_empty() => Some(s),
+                        Value::Null | Value::String(_) => None,
+                        other => Some(other.to_string()),
+                    }
+                }
+                Key::ExtFields => cmd.ext_fields = map.next_value::<Ext>()?.0,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
         }
-        Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| bad()),
-        Some(_) => Err(bad()),
+        Ok(cmd)
     }
 }
 
-fn language(v: Option<&Value>) -> LanguageCode {
-    match v {
-        Some(Value::String(s)) => LanguageCode::from_name(s),
-        Some(Value::Number(n)) => {
-            n.as_u64().and_then(|n| u8::try_from(n).ok()).map_or(LanguageCode::OTHER, LanguageCode)
+/// The members of a header that mean something; the rest are skipped.
+enum Key {
+    Code,
+    Version,
+    Opaque,
+    Flag,
+    Language,
+    Remark,
+    ExtFields,
+    Other,
+}
+
+impl<'de> de::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "code" => Key::Code,
+                    "version" => Key::Version,
+                    "opaque" => Key::Opaque,
+                    "flag" => Key::Flag,
+                    "language" => Key::Language,
+                    "remark" => Key::Remark,
+                    "extFields" => Key::ExtFields,
+                    _ => Key::Other,
+                })
+            }
         }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// A 32-bit integer member, as a number or a numeric string; `null` is absent.
+struct Int(Option<i32>);
+
+impl<'de> de::Deserialize<'de> for Int {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct IntVisitor;
+        impl Visitor<'_> for IntVisitor {
+            type Value = Int;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a 32-bit integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Int, E> {
+                i32::try_from(v).map(|v| Int(Some(v))).map_err(|_| E::custom("member is not a 32-bit integer"))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Int, E> {
+                i32::try_from(v).map(|v| Int(Some(v))).map_err(|_| E::custom("member is not a 32-bit integer"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Int, E> {
+                v.trim().parse().map(|v| Int(Some(v))).map_err(|_| E::custom("member is not a 32-bit integer"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Int, E> {
+                Ok(Int(None))
+            }
+        }
+        d.deserialize_any(IntVisitor)
+    }
+}
+
+/// `extFields`: string values as they are, numbers and booleans in their string form, `null`
+/// values skipped, nested JSON as its text; `null` for the whole member is no fields.
+struct Ext(ExtFields);
+
+impl<'de> de::Deserialize<'de> for Ext {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ExtVisitor;
+        impl<'de> Visitor<'de> for ExtVisitor {
+            type Value = Ext;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("member 'extFields' as an object")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Ext, E> {
+                Ok(Ext(ExtFields::new()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ext, A::Error> {
+                let mut out = ExtFields::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    if let Some(v) = map.next_value::<ExtValue>()?.0 {
+                        out.insert(k, v);
+                    }
+                }
+                Ok(Ext(out))
+            }
+        }
+        d.deserialize_any(ExtVisitor)
+    }
+}
+
+struct ExtValue(Option<String>);
+
+impl<'de> de::Deserialize<'de> for ExtValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(ExtValue(match <Value as de::Deserialize>::deserialize(d)? {
+            Value::Null => None,
+            Value::String(s) => Some(s),
+            other => Some(other.to_string()),
+        }))
+    }
+}
+
+fn language(v: &Value) -> LanguageCode {
+    match v {
+        Value::String(s) => LanguageCode::from_name(s),
+        Value::Number(n) => n.as_u64().and_then(|n| u8::try_from(n).ok()).map_or(LanguageCode::OTHER, LanguageCode),
         _ => LanguageCode::JAVA,
     }
 }
 
-fn ext_fields(v: Option<&Value>) -> Result<ExtFields, ProtocolError> {
-    let mut out = ExtFields::new();
-    match v {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(map)) => {
-            for (k, v) in map {
-                let s = match v {
-                    Value::Null => continue,
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.insert(k.clone(), s);
-            }
-        }
-        Some(_) => return Err(ProtocolError::BadJsonHeader("member 'extFields' is not an object".into())),
-    }
-    Ok(out)
-}
-
-/// Encodes the header of `cmd` as compact JSON with sorted keys.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"code\":");
     out.extend_from_slice(cmd.code.to_string().as_bytes());
