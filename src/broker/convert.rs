@@ -10,12 +10,43 @@ use crate::protocol::header::broker::SendMessageRequestHeader;
 use crate::protocol::ResponseCode;
 use crate::store::{GetMessageStatus, PutStatus};
 
-/// Properties as stored: the client's, plus `UNIQ_KEY` if missing and `CLUSTER`.
+/// Properties as stored: the client's, plus `UNIQ_KEY` if missing and `CLUSTER` (Java parses them
+/// into a map and writes it back, which drops malformed entries and keeps the last of a
+/// repeated name). One pass and one allocation when every name is unique, the usual case.
 pub fn stored_properties(client: &str, cluster: &str, uniq_key: impl FnOnce() -> String) -> String {
-    let mut props = message::parse_properties(client);
-    props.entry(property::UNIQ_KEY.to_owned()).or_insert_with(uniq_key);
-    props.insert(property::CLUSTER.to_owned(), cluster.to_owned());
-    message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    let entries = || {
+        client.split(message::PROPERTY_SEPARATOR).filter_map(|seg| {
+            let (k, v) = seg.split_once(message::NAME_VALUE_SEPARATOR)?;
+            (seg.chars().count() >= 3 && !k.is_empty() && !v.is_empty()).then_some((k, v))
+        })
+    };
+    let mut names: Vec<&str> = Vec::with_capacity(16);
+    let unique = entries().all(|(k, _)| {
+        let new = !names.contains(&k);
+        names.push(k);
+        new
+    });
+    if !unique {
+        let mut props = message::parse_properties(client);
+        props.entry(property::UNIQ_KEY.to_owned()).or_insert_with(uniq_key);
+        props.insert(property::CLUSTER.to_owned(), cluster.to_owned());
+        return message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
+    let mut out = String::with_capacity(client.len() + cluster.len() + 48);
+    let mut push = |k: &str, v: &str| {
+        out.push_str(k);
+        out.push(message::NAME_VALUE_SEPARATOR);
+        out.push_str(v);
+        out.push(message::PROPERTY_SEPARATOR);
+    };
+    for (k, v) in entries().filter(|(k, _)| *k != property::CLUSTER) {
+        push(k, v);
+    }
+    if !names.contains(&property::UNIQ_KEY) {
+        push(property::UNIQ_KEY, &uniq_key());
+    }
+    push(property::CLUSTER, cluster);
+    out
 }
 
 /// A single message from a send request.
@@ -114,4 +145,31 @@ pub fn new_uniq_id(host: SocketAddr) -> String {
         let _ = write!(s, "{b:02X}");
         s
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(s: &str) -> std::collections::BTreeMap<String, String> {
+        message::parse_properties(s)
+    }
+
+    #[test]
+    fn stored_properties_are_the_clients_plus_uniq_key_and_cluster() {
+        let client = "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}CLUSTER\u{1}other\u{2}x\u{2}\u{1}v\u{2}WAIT\u{1}true";
+        let out = stored_properties(client, "C1", || "U1".into());
+        let want: std::collections::BTreeMap<String, String> =
+            [("TAGS", "A"), ("KEYS", "k1 k2"), ("WAIT", "true"), ("UNIQ_KEY", "U1"), ("CLUSTER", "C1")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        assert_eq!(parsed(&out), want);
+        assert!(out.ends_with("CLUSTER\u{1}C1\u{2}"));
+        let kept = stored_properties("UNIQ_KEY\u{1}mine\u{2}", "C1", || unreachable!());
+        assert_eq!(kept, "UNIQ_KEY\u{1}mine\u{2}CLUSTER\u{1}C1\u{2}");
+        // A repeated name keeps the last value, as Java's map does.
+        let dup = stored_properties("K\u{1}1\u{2}K\u{1}2\u{2}", "C1", || "U".into());
+        assert_eq!(parsed(&dup)["K"], "2");
+    }
 }
