@@ -1,4 +1,4 @@
-//! The `ferrocket` command: `standalone`, `namesrv` (and, in later releases, `broker`).
+//! The `ferrocket` command: `standalone`, `namesrv`, `broker`, `admin`, `store`, `bench`.
 
 use std::path::PathBuf;
 
@@ -53,6 +53,12 @@ enum Command {
         namesrv_addr: String,
         #[command(subcommand)]
         command: ferrocket::tools::admin_cmd::AdminCommand,
+    },
+    /// Load generator: `produce` sends to a topic, `consume` pulls it back; throughput and
+    /// latency per second, a final table, `--json`, `--report FILE.html`.
+    Bench {
+        #[command(subcommand)]
+        command: ferrocket::tools::bench::cli::BenchCommand,
     },
     /// Inspects or fills a store directory (Java layout): `dump` prints every message as JSON
     /// lines, `load` appends JSON lines read from stdin.
@@ -157,6 +163,12 @@ fn run() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let out = runtime.block_on(ferrocket::tools::admin_cmd::run(&namesrv_addr, command))?;
             print!("{out}");
+            Ok(())
+        }
+        Command::Bench { command } => {
+            let line = std::env::args().collect::<Vec<_>>().join(" ");
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            print!("{}", runtime.block_on(ferrocket::tools::bench::cli::run(command, &line))?);
             Ok(())
         }
         Command::Namesrv { config_file, print_config } => {

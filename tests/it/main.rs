@@ -2,6 +2,7 @@
 
 mod admin;
 mod bad_input;
+mod bench;
 mod broker;
 mod config_files;
 mod crash;
