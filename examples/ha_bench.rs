@@ -38,7 +38,7 @@ struct Run {
 struct Group {
     _root: tempfile::TempDir,
     master: String,
-    client: Arc<RemotingClient<ferrocket::broker::NoCallbacks>>,
+    client: Arc<RemotingClient<ferrocket::remoting::NoCallbacks>>,
 }
 
 async fn start_group(role: &str, shutdown: &CancellationToken) -> anyhow::Result<Group> {
@@ -76,7 +76,7 @@ async fn start_group(role: &str, shutdown: &CancellationToken) -> anyhow::Result
         tokio::spawn(broker.run(shutdown.clone()));
     }
     let client = Arc::new(RemotingClient::new(
-        Arc::new(ferrocket::broker::NoCallbacks),
+        Arc::new(ferrocket::remoting::NoCallbacks),
         FrameLimits::default(),
         TaskTracker::new(),
         shutdown.clone(),

@@ -37,7 +37,7 @@ use tracing::{error, info, warn};
 pub use config::BrokerConfig;
 
 use crate::protocol::{FrameLimits, RemotingCommand, RequestCode};
-use crate::remoting::{Connection, ConnectionOptions, RemotingClient, RemotingServer, RequestHandler, ServerConfig};
+use crate::remoting::{ConnectionOptions, NoCallbacks, RemotingClient, RemotingServer, ServerConfig};
 use crate::store::{MessageStore, StoreError};
 
 /// A broker that failed to start.
@@ -51,15 +51,6 @@ pub enum StartError {
     Bind { addr: String, source: std::io::Error },
     #[error("brokerIP1:listenPort '{0}' is not an ip:port")]
     BadAddress(String),
-}
-
-/// Answers nothing: NameServers never call back.
-pub struct NoCallbacks;
-
-impl RequestHandler for NoCallbacks {
-    async fn handle(&self, _conn: &Arc<Connection>, _req: RemotingCommand) -> Option<RemotingCommand> {
-        None
-    }
 }
 
 /// Everything the request handlers share.

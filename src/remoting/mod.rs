@@ -21,7 +21,17 @@ pub use client::RemotingClient;
 pub use connection::{park_current_request, Connection, ConnectionOptions, RequestHandler};
 pub use server::{RemotingServer, ServerConfig};
 
-use crate::protocol::ProtocolError;
+use crate::protocol::{ProtocolError, RemotingCommand};
+
+/// A handler that answers nothing: for outbound clients whose peers never call back (a broker's
+/// NameServer connections, the admin tool, the load generator).
+pub struct NoCallbacks;
+
+impl RequestHandler for NoCallbacks {
+    async fn handle(&self, _conn: &std::sync::Arc<Connection>, _req: RemotingCommand) -> Option<RemotingCommand> {
+        None
+    }
+}
 
 /// A failed outbound call.
 #[derive(Debug, thiserror::Error)]

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use crate::broker::NoCallbacks;
 use crate::model::message::{decode_offset_msg_id, StoredMessage};
 use crate::protocol::body::client::MessageQueue;
 use crate::protocol::body::route::{ClusterInfo, TopicRouteData};
 use crate::protocol::body::{json, TopicList};
 use crate::protocol::{FrameLimits, RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::NoCallbacks;
 use crate::remoting::{RemotingClient, RemotingError};
 
 /// An admin operation that failed; the message says which call and why.

@@ -3,7 +3,7 @@
 //! client) and `ferrocket bench ...` (the load generator).
 //!
 //! May import: `crate::store`, `crate::model` (store), `crate::protocol`, `crate::remoting`
-//! (admin, bench). Never the servers (`crate::broker`, `crate::namesrv`).
+//! (admin, bench). Never the servers (broker, NameServer, HA).
 
 pub mod admin;
 pub mod admin_cmd;

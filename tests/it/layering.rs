@@ -120,3 +120,8 @@ fn store_never_sees_wire_types() {
 fn remoting_does_not_reach_into_servers() {
     assert_imports_nothing_of("remoting", &["namesrv", "broker", "store", "ha"]);
 }
+
+#[test]
+fn tools_are_clients_not_servers() {
+    assert_imports_nothing_of("tools", &["broker", "namesrv", "ha"]);
+}
