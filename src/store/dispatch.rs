@@ -50,14 +50,18 @@ pub fn run(inner: &Inner) {
         let end = inner.confirm_offset();
         let from = inner.reput_from.load(Ordering::Acquire);
         if from >= end {
-            inner.wait_for_dispatch_work(Duration::from_millis(10));
+            let has_work = || inner.reput_from.load(Ordering::Acquire) < inner.confirm_offset();
+            inner.wait_for_dispatch_work(Duration::from_millis(10), has_work);
             continue;
         }
         match reput(inner, from, end) {
             Ok(Reput::Done) => {}
             // The rest of a record is on its way (a slave receives the CommitLog in frames cut
             // at any byte): the append that brings it wakes this thread.
-            Ok(Reput::AwaitingRestOfRecord) => inner.wait_for_dispatch_work(Duration::from_millis(10)),
+            Ok(Reput::AwaitingRestOfRecord) => {
+                let end = inner.confirm_offset();
+                inner.wait_for_dispatch_work(Duration::from_millis(10), || inner.confirm_offset() > end)
+            }
             Err(e) => {
                 error!(error = %e, offset = from, "dispatch failed; retrying in 1 s");
                 inner.sleep_while_running(Duration::from_secs(1));

@@ -60,7 +60,12 @@ impl MappedFile {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(file_name(file_from_offset));
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-        file.set_len(size as u64)?;
+        // Blocks allocated up front: the first write to each page of a sparse file makes the
+        // filesystem allocate its block in the page fault, which on ext4 costs ~30x more CPU
+        // (10 s vs 0.35 s per GiB measured here). Zeros either way; sparse where unsupported.
+        if rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, size as u64).is_err() {
+            file.set_len(size as u64)?;
+        }
         // Make the new directory entry durable, as a journal must (a crash would lose the file).
         File::open(dir)?.sync_all()?;
         Self::map(path, file, file_from_offset, size, 0)
@@ -95,9 +100,29 @@ impl MappedFile {
         })
     }
 
-    /// Touches every page so the first appends do not pay for page faults (`warmMappedFile`).
+    /// Populates the pages from `from` on with `madvise(MADV_POPULATE_WRITE)`, 16 MiB per call,
+    /// without a fault per page. It changes no byte, so it may run while a writer appends.
+    /// False where the kernel lacks it (before 5.14).
+    pub fn populate(&self, from: usize) -> bool {
+        const CHUNK: usize = 16 << 20;
+        let mut pos = from.next_multiple_of(OS_PAGE_SIZE);
+        while pos < self.size {
+            let len = CHUNK.min(self.size - pos);
+            if self.mmap.advise_range(memmap2::Advice::PopulateWrite, pos, len).is_err() {
+                return false;
+            }
+            pos += len;
+        }
+        true
+    }
+
+    /// Makes every page resident so the first appends do not pay for page faults
+    /// (`warmMappedFile`): [`Self::populate`], or where that is missing, touching each page.
     /// Call before the file is handed to a writer.
     pub fn prefault(&self) {
+        if self.populate(self.wrote.load(Ordering::Acquire)) {
+            return;
+        }
         let _w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let start = self.wrote.load(Ordering::Acquire);
         let base = self.mmap.as_mut_ptr();

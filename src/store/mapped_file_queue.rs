@@ -136,19 +136,29 @@ impl MappedFileQueue {
             Some(f) => f.file_from_offset() + self.file_size as u64,
             None => start_if_empty - start_if_empty % self.file_size as u64,
         };
-        let file = Arc::new(self.take_prepared(start)?);
+        let (file, prepared) = self.take_prepared(start)?;
+        let file = Arc::new(file);
         self.write().push(file.clone());
         if self.preallocate {
+            if !prepared {
+                // Created just now (the first segment of a store): populate it in the background
+                // while the writer starts using it, so its page faults leave the put path soon.
+                let f = file.clone();
+                let _ = std::thread::Builder::new().name("ferrocket-populate".into()).spawn(move || {
+                    f.populate(f.wrote_position());
+                });
+            }
             self.prepare(start + self.file_size as u64);
         }
         Ok(file)
     }
 
-    fn take_prepared(&self, start: u64) -> Result<MappedFile, StoreError> {
+    /// The segment starting at `start`, and whether the preallocation thread made it.
+    fn take_prepared(&self, start: u64) -> Result<(MappedFile, bool), StoreError> {
         let prepared = self.next.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some((offset, handle)) = prepared {
             match handle.join() {
-                Ok(Ok(file)) if offset == start => return Ok(file),
+                Ok(Ok(file)) if offset == start => return Ok((file, true)),
                 Ok(Ok(file)) => {
                     // Not the one we need (the queue was truncated); discard it.
                     let _ = std::fs::remove_file(file.path());
@@ -157,11 +167,12 @@ impl MappedFileQueue {
                 Err(_) => warn!("preallocation thread panicked; creating the segment now"),
             }
         }
-        MappedFile::create(&self.dir, start, self.file_size).map_err(StoreError::io(format!(
+        let file = MappedFile::create(&self.dir, start, self.file_size).map_err(StoreError::io(format!(
             "create segment {} in {}",
             start,
             self.dir.display()
-        )))
+        )))?;
+        Ok((file, false))
     }
 
     fn prepare(&self, start: u64) {

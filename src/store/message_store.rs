@@ -80,6 +80,7 @@ impl MessageStore {
             flush_fault: Mutex::new(None),
             disk_usage_override: std::sync::atomic::AtomicU32::new(u32::MAX),
             dispatch_wake: (Mutex::new(false), Condvar::new()),
+            dispatcher_idle: AtomicBool::new(false),
             stop_wake: (Mutex::new(()), Condvar::new()),
             arrival: RwLock::new(None),
             total_memory: total_memory(),

@@ -47,6 +47,8 @@ pub struct Inner {
     /// Disk usage percent forced by tests; `u32::MAX` = measure.
     pub(super) disk_usage_override: std::sync::atomic::AtomicU32,
     pub(super) dispatch_wake: (Mutex<bool>, Condvar),
+    /// The dispatcher is (about to be) asleep: only then do appends pay for a wake-up.
+    pub(super) dispatcher_idle: AtomicBool,
     pub(super) stop_wake: (Mutex<()>, Condvar),
     pub(super) arrival: RwLock<Option<ArrivalListener>>,
     pub(super) total_memory: u64,
@@ -95,17 +97,32 @@ impl Inner {
         }
     }
 
+    /// Called after new data became dispatchable. Costs a lock and a futex wake only when the
+    /// dispatcher sleeps (a busy dispatcher finds the data on its next round); the fence pairs
+    /// with the one in [`Self::wait_for_dispatch_work`], so one of the two always sees the other.
     pub fn wake_dispatcher(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !self.dispatcher_idle.load(Ordering::SeqCst) {
+            return;
+        }
         let (lock, cv) = &self.dispatch_wake;
         *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
         cv.notify_one();
     }
 
-    pub fn wait_for_dispatch_work(&self, max: Duration) {
+    /// Sleeps up to `max` unless `has_work` says there is something to dispatch, or until woken.
+    pub fn wait_for_dispatch_work(&self, max: Duration, has_work: impl Fn() -> bool) {
         let (lock, cv) = &self.dispatch_wake;
         let guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.dispatcher_idle.store(true, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if has_work() {
+            self.dispatcher_idle.store(false, Ordering::SeqCst);
+            return;
+        }
         let (mut woken, _) = cv.wait_timeout_while(guard, max, |w| !*w).unwrap_or_else(|e| e.into_inner());
         *woken = false;
+        self.dispatcher_idle.store(false, Ordering::SeqCst);
     }
 
     pub fn notify_arrival(&self, d: &DispatchRequest) {
