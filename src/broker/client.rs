@@ -44,6 +44,9 @@ impl ConsumerGroupInfo {
 #[derive(Default)]
 pub struct ConsumerManager {
     groups: Mutex<HashMap<String, ConsumerGroupInfo>>,
+    /// Per connection: held while its client is asked for its subscriptions, so the pulls of
+    /// many queues that find the same stale subscription ask once.
+    refresh_gates: Mutex<HashMap<u64, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl ConsumerManager {
@@ -101,6 +104,32 @@ impl ConsumerManager {
         changed
     }
 
+    /// Takes a subscription a member reported other than by heartbeat (its running info), under
+    /// the heartbeat's rule: only a newer `subVersion` replaces the stored one, and only in a
+    /// group the member `conn_id` belongs to. Returns the subscription now stored for the topic.
+    pub fn update_subscription(&self, group: &str, conn_id: u64, sub: SubscriptionData) -> Option<SubscriptionData> {
+        let mut groups = self.groups();
+        let info = groups.get_mut(group).filter(|i| i.channels.contains_key(&conn_id))?;
+        match info.subscriptions.get(&sub.topic) {
+            Some(old) if old.sub_version >= sub.sub_version => Some(old.clone()),
+            _ => {
+                info.subscriptions.insert(sub.topic.clone(), sub.clone());
+                Some(sub)
+            }
+        }
+    }
+
+    /// The gate of connection `conn_id` for asking its client for its subscriptions.
+    pub fn refresh_gate(&self, conn_id: u64) -> Arc<tokio::sync::Mutex<()>> {
+        let mut gates = self.refresh_gates.lock().unwrap_or_else(|e| e.into_inner());
+        gates.entry(conn_id).or_default().clone()
+    }
+
+    /// The member of `group` on connection `conn_id`.
+    pub fn member(&self, group: &str, conn_id: u64) -> Option<ClientChannel> {
+        self.groups().get(group)?.channels.get(&conn_id).cloned()
+    }
+
     /// Removes a connection from a group; true if it was a member.
     pub fn unregister(&self, group: &str, conn_id: u64) -> bool {
         let mut groups = self.groups();
@@ -114,6 +143,7 @@ impl ConsumerManager {
 
     /// Removes a closed connection everywhere; returns the groups that changed.
     pub fn connection_closed(&self, conn_id: u64) -> Vec<String> {
+        self.refresh_gates.lock().unwrap_or_else(|e| e.into_inner()).remove(&conn_id);
         let mut groups = self.groups();
         let mut changed = Vec::new();
         for (name, info) in groups.iter_mut() {

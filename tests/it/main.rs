@@ -14,4 +14,5 @@ mod namesrv;
 mod parked_pulls;
 mod send_flags;
 mod store;
+mod subscription_refresh;
 mod support;

@@ -7,6 +7,7 @@ mod query;
 mod retry;
 mod send;
 mod stats;
+mod sub_refresh;
 
 use std::sync::Arc;
 
@@ -69,7 +70,7 @@ impl BrokerProcessor {
             RequestCode::SEND_MESSAGE | RequestCode::SEND_MESSAGE_V2 | RequestCode::SEND_BATCH_MESSAGE => {
                 send::send_message(b, conn, req).await
             }
-            RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, req).await,
+            RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, conn, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
             RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => consumer::get_consumer_list_by_group(b, req),

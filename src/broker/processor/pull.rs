@@ -12,6 +12,7 @@ use crate::protocol::body::client::SubscriptionData;
 use crate::protocol::header::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
 use crate::protocol::header::CommandHeader;
 use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::remoting::Connection;
 use crate::store::{GetMessageResult, GetMessageStatus, MessageFilter};
 
 /// `PullSysFlag` bits.
@@ -33,9 +34,9 @@ impl MessageFilter for TagFilter {
     }
 }
 
-pub async fn pull_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
     let h = PullMessageRequestHeader::decode(&req.ext_fields)?;
-    let (sub, group) = check(b, &h).await?;
+    let (sub, group) = check(b, conn, &h).await?;
     let filter = TagFilter(sub);
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
     let max_nums = h.max_msg_nums.max(1) as usize;
@@ -181,6 +182,7 @@ fn response(
 /// The checks before reading, in Java's order; returns the subscription to filter with.
 async fn check(
     b: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
     h: &PullMessageRequestHeader,
 ) -> Result<(SubscriptionData, SubscriptionGroupConfig), BrokerError> {
     if !perm::is_readable(b.live.broker_permission()) {
@@ -235,10 +237,15 @@ async fn check(
                 format!("the consumer's subscription not exist, group: {}, topic: {}", h.consumer_group, h.topic),
             );
         };
-        if sub.sub_version < h.sub_version.unwrap_or(0) {
-            return fail(ResponseCode::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest");
+        let wanted = h.sub_version.unwrap_or(0);
+        if sub.sub_version < wanted {
+            match super::sub_refresh::latest_subscription(b, conn, &h.consumer_group, &h.topic, wanted).await {
+                Some(latest) => latest,
+                None => return fail(ResponseCode::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"),
+            }
+        } else {
+            sub
         }
-        sub
     };
     if !sub.is_tag_type() {
         return fail(ResponseCode::SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92");

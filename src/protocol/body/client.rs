@@ -198,6 +198,17 @@ impl HeartbeatData {
     }
 }
 
+/// The subscriptions in a client's `ConsumerRunningInfo` (its answer to GET_CONSUMER_RUNNING_INFO,
+/// 307): the `subscriptionSet`, the same data its heartbeat carries. The rest of the body (a map
+/// keyed by `MessageQueue` objects, properties, statistics) is not read.
+pub fn running_info_subscriptions(body: &[u8]) -> Result<Vec<SubscriptionData>, String> {
+    let v: Value = super::json::from_slice(body).map_err(|e| format!("ConsumerRunningInfo is not JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("ConsumerRunningInfo is not a JSON object".to_owned());
+    }
+    Ok(array(&v, "subscriptionSet").filter_map(SubscriptionData::from_value).collect())
+}
+
 fn array<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
     v.get(key).and_then(Value::as_array).into_iter().flatten()
 }
@@ -224,6 +235,18 @@ mod tests {
         assert!(c.subscription_data_set[0].matches_tags_code(2598920));
         assert!(!c.subscription_data_set[0].matches_tags_code(7));
         assert!(c.subscription_data_set[1].matches_tags_code(7));
+    }
+
+    #[test]
+    fn reads_the_subscriptions_of_a_running_info() {
+        // As the 5.x client writes it: fastjson's MessageQueue object keys in mqTable.
+        let body = br#"{"jstack":null,"mqTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"commitOffset":0}},"properties":{"consumeType":"CONSUME_PASSIVELY"},"statusTable":{"T":{"pullRT":0.0}},"subscriptionSet":[{"classFilterMode":false,"codeSet":[2598919],"expressionType":"TAG","subString":"TagA","subVersion":1700000000999,"tagsSet":["TagA"],"topic":"T"}],"userConsumerInfo":{}}"#;
+        let subs = running_info_subscriptions(body).unwrap();
+        assert_eq!(subs.len(), 1);
+        assert_eq!((subs[0].topic.as_str(), subs[0].sub_version), ("T", 1700000000999));
+        assert!(subs[0].matches_tags_code(2598919));
+        assert!(running_info_subscriptions(b"[1]").is_err());
+        assert!(running_info_subscriptions(b"{").is_err());
     }
 
     #[test]

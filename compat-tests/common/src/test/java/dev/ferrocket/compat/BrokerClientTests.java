@@ -844,6 +844,61 @@ abstract class BrokerClientTests {
 
     // ------------------------------------------------------------------ 5. tags
 
+    /** The 5.x client's RebalanceService.minInterval (the first rebalance waits it); 0 in 4.9. */
+    static long rebalanceMinIntervalMillis() {
+        try {
+            java.lang.reflect.Field f = Class.forName("org.apache.rocketmq.client.impl.consumer.RebalanceService")
+                .getDeclaredField("minInterval");
+            f.setAccessible(true);
+            return f.getLong(null);
+        } catch (NoSuchFieldException e) {
+            return 0;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot read RebalanceService.minInterval", e);
+        }
+    }
+
+    /**
+     * A new push consumer receives its first message within a second of its first rebalance. The
+     * 4.9 client rebalances at start(); the 5.x client waits its RebalanceService's minInterval
+     * (1 s by default) after start first, against any broker (the Java broker 5.3.3 measured
+     * 1.8 s from start() in benchmarks/RESULTS.md), so the bound is minInterval + 1 s.
+     */
+    @Test
+    void newPushConsumerReceivesItsFirstMessageWithinASecondOfItsFirstRebalance() throws Exception {
+        String topic = Compat.unique("first-msg");
+        env.createTopic(topic, 4, 4, PERM_RW);
+        for (int q = 0; q < 4; q++) {
+            SendResult r = producer.send(Clients.message(topic, "T", "first-" + q, "first body " + q),
+                new MessageQueue(topic, env.brokerName(), q));
+            assertEquals(SendStatus.SEND_OK, r.getSendStatus());
+        }
+        for (int q = 0; q < 4; q++) {
+            MessageQueue mq = new MessageQueue(topic, env.brokerName(), q);
+            Wait.until("the max offset of " + mq + " to show its message", Duration.ofSeconds(10),
+                () -> admin.maxOffset(mq), max -> max == 1);
+        }
+        java.util.concurrent.CountDownLatch first = new java.util.concurrent.CountDownLatch(1);
+        DefaultMQPushConsumer c = Clients.push(ns(), Compat.unique("cg-first-msg"), "first", topic, "*", (msgs, ctx) -> {
+            first.countDown();
+            return org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        try {
+            long start = System.nanoTime();
+            c.start();
+            boolean got = first.await(10, java.util.concurrent.TimeUnit.SECONDS);
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            long minInterval = rebalanceMinIntervalMillis();
+            report("push consumer: first message %d ms after start() (client rebalance minInterval %d ms)", millis,
+                minInterval);
+            assertTrue(got, "no message within 10 s of start()");
+            assertTrue(millis < minInterval + 1_000, "first message " + millis + " ms after start(), more than a second"
+                + " after the client's first rebalance (minInterval " + minInterval + " ms)");
+        } finally {
+            Clients.shutdownInBackground("first-msg consumer", c::shutdown);
+        }
+    }
+
     @Test
     void tagSubscriptionsReceiveExactlyTheirTags() throws Exception {
         String topic = Compat.unique("tags");

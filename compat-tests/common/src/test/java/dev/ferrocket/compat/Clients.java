@@ -102,7 +102,9 @@ public final class Clients {
      * heartbeat lock: when the periodic heartbeat (first run 1 s after start, 5.x's first rebalance
      * also comes ≥ 1 s after start) holds it with data prepared before the change, the broker keeps
      * the older version and answers the consumer's pulls SUBSCRIPTION_NOT_LATEST (25) until the next
-     * periodic heartbeat 30 s later. The Java broker does the same; this is a client race.
+     * periodic heartbeat 30 s later. This is a client race; the Java broker waits for that
+     * heartbeat, ferrocket asks the consumer for its subscriptions (GET_CONSUMER_RUNNING_INFO)
+     * and serves the pull. Tests that may also run against the Java broker still call this.
      */
     public static void heartbeat(DefaultMQPushConsumer c) {
         c.getDefaultMQPushConsumerImpl().getmQClientFactory().sendHeartbeatToAllBrokerWithLock();
