@@ -296,6 +296,7 @@ impl BrokerConfig {
             sync_flush_timeout: ms(self.sync_flush_timeout),
             max_message_size: self.max_message_size,
             check_crc_on_recover: self.check_crc_on_recover,
+            warm_mapped_file_enable: self.warm_maped_file_enable,
             message_index_enable: self.message_index_enable,
             max_hash_slot_num: self.max_hash_slot_num,
             max_index_num: self.max_index_num,

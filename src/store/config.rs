@@ -30,6 +30,10 @@ pub struct StoreConfig {
     pub sync_flush_timeout: Duration,
     pub max_message_size: usize,
     pub check_crc_on_recover: bool,
+    /// `warmMapedFileEnable`: make every page of a new CommitLog segment resident when it is
+    /// allocated (in the background), so appends take no page faults. Off by default as in Java:
+    /// it writes the whole segment (1 GiB of zeros) through the page cache up front.
+    pub warm_mapped_file_enable: bool,
     pub message_index_enable: bool,
     pub max_hash_slot_num: usize,
     pub max_index_num: usize,
@@ -73,6 +77,7 @@ impl Default for StoreConfig {
             sync_flush_timeout: Duration::from_millis(5000),
             max_message_size: 4 * 1024 * 1024,
             check_crc_on_recover: true,
+            warm_mapped_file_enable: false,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,

@@ -26,6 +26,8 @@ pub struct MappedFileQueue {
     files: RwLock<Vec<Arc<MappedFile>>>,
     flushed_where: AtomicU64,
     preallocate: bool,
+    /// Populate new segments in the background (`warmMapedFileEnable`).
+    warm: bool,
     next: Mutex<Option<Prepared>>,
 }
 
@@ -62,8 +64,16 @@ impl MappedFileQueue {
             files: RwLock::new(files),
             flushed_where: AtomicU64::new(0),
             preallocate,
+            warm: false,
             next: Mutex::new(None),
         })
+    }
+
+    /// Makes every new segment resident in the background before (or, for the first one,
+    /// while) it is written, so appends take no page faults (`warmMapedFileEnable`).
+    pub fn warm(mut self, on: bool) -> Self {
+        self.warm = on;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -140,7 +150,7 @@ impl MappedFileQueue {
         let file = Arc::new(file);
         self.write().push(file.clone());
         if self.preallocate {
-            if !prepared {
+            if self.warm && !prepared {
                 // Created just now (the first segment of a store): populate it in the background
                 // while the writer starts using it, so its page faults leave the put path soon.
                 let f = file.clone();
@@ -176,10 +186,12 @@ impl MappedFileQueue {
     }
 
     fn prepare(&self, start: u64) {
-        let (dir, size) = (self.dir.clone(), self.file_size);
+        let (dir, size, warm) = (self.dir.clone(), self.file_size, self.warm);
         let spawned = std::thread::Builder::new().name("ferrocket-prealloc".into()).spawn(move || {
             let f = MappedFile::create(&dir, start, size)?;
-            f.prefault();
+            if warm {
+                f.prefault();
+            }
             Ok(f)
         });
         match spawned {
@@ -260,7 +272,7 @@ mod tests {
     #[test]
     fn rolls_segments_and_finds_offsets() {
         let dir = tempfile::tempdir().unwrap();
-        let q = MappedFileQueue::load(dir.path(), 4096, true).unwrap();
+        let q = MappedFileQueue::load(dir.path(), 4096, true).unwrap().warm(true);
         assert_eq!(q.max_offset(), 0);
         let f = q.last_for_write(0).unwrap();
         f.append(&[1u8; 4096], 1).unwrap();

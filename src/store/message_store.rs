@@ -61,7 +61,11 @@ impl MessageStore {
         std::fs::create_dir_all(&root).map_err(StoreError::io(format!("create {}", root.display())))?;
         let lock = take_lock(&config)?;
         let last_exit_ok = !config.abort_path().exists();
-        let commit_log = CommitLog::load(&config.commit_log_dir(), config.mapped_file_size_commit_log)?;
+        let commit_log = CommitLog::load(
+            &config.commit_log_dir(),
+            config.mapped_file_size_commit_log,
+            config.warm_mapped_file_enable,
+        )?;
         let queues = ConsumeQueueTable::load(&config.consume_queue_dir(), config.consume_queue_file_size())?;
         let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
         let index = IndexService::load(&config, last_exit_ok, checkpoint.index_msg_timestamp())?;

@@ -40,9 +40,10 @@ pub struct CommitLog {
 }
 
 impl CommitLog {
-    pub fn load(dir: &Path, file_size: usize) -> Result<Self, StoreError> {
+    /// `warm`: populate each new segment in the background (`warmMapedFileEnable`).
+    pub fn load(dir: &Path, file_size: usize, warm: bool) -> Result<Self, StoreError> {
         Ok(Self {
-            files: MappedFileQueue::load(dir, file_size, true)?,
+            files: MappedFileQueue::load(dir, file_size, true)?.warm(warm),
             writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
         })
     }

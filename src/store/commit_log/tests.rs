@@ -21,7 +21,7 @@ fn msg(topic: &str, queue_id: i32, body: usize) -> MessageToStore {
 #[test]
 fn appends_assign_offsets_and_roll_with_a_blank() {
     let dir = tempfile::tempdir().unwrap();
-    let log = CommitLog::load(dir.path(), 1024).unwrap();
+    let log = CommitLog::load(dir.path(), 1024, false).unwrap();
     let a = log.append(&[msg("T", 0, 300)], || 10).unwrap();
     assert_eq!(a.offsets, vec![0]);
     assert_eq!(a.queue_offset, 0);
@@ -46,7 +46,7 @@ fn appends_assign_offsets_and_roll_with_a_blank() {
 #[test]
 fn batch_records_are_consecutive() {
     let dir = tempfile::tempdir().unwrap();
-    let log = CommitLog::load(dir.path(), 64 * 1024).unwrap();
+    let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
     let r = log.append(&[msg("T", 1, 5), msg("T", 1, 6), msg("T", 1, 7)], || 5).unwrap();
     assert_eq!(r.offsets.len(), 3);
     for (i, off) in r.offsets.iter().enumerate() {
@@ -61,7 +61,7 @@ fn batch_records_are_consecutive() {
 fn torn_tail_is_found_and_cut() {
     let dir = tempfile::tempdir().unwrap();
     let end_of_two = {
-        let log = CommitLog::load(dir.path(), 64 * 1024).unwrap();
+        let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
         log.append(&[msg("T", 0, 100)], || 1).unwrap();
         let r = log.append(&[msg("T", 0, 100)], || 2).unwrap();
         log.append(&[msg("T", 0, 100)], || 3).unwrap();
@@ -73,7 +73,7 @@ fn torn_tail_is_found_and_cut() {
     bytes[end_of_two as usize + 90] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
 
-    let log = CommitLog::load(dir.path(), 64 * 1024).unwrap();
+    let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
     let end = log.scan_valid(0, true, |_| {});
     assert_eq!(end, end_of_two);
     log.truncate(end).unwrap();
