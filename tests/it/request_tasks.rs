@@ -1,0 +1,65 @@
+//! Requests on one connection are served independently: a request that waits never holds up the
+//! next one, and a handler that panics loses its request, not the connection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use ferrocket::remoting::{Connection, RemotingServer, RequestHandler, ServerConfig};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::support::*;
+
+const QUICK: RequestCode = RequestCode(9001);
+const SLOW: RequestCode = RequestCode(9002);
+const PANICS: RequestCode = RequestCode(9003);
+
+struct Handler;
+
+impl RequestHandler for Handler {
+    async fn handle(&self, _conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
+        let code = req.request_code();
+        if code == SLOW {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        } else if code == PANICS {
+            panic!("handler bug (expected by the test)");
+        }
+        Some(RemotingCommand::response_to(&req, ResponseCode::SUCCESS).with_body(format!("{}", code.0)))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_requests_become_tasks_and_a_panic_loses_only_its_request() {
+    let server = RemotingServer::bind("127.0.0.1:0", ServerConfig::default()).await.unwrap();
+    let addr = server.local_addr().unwrap().to_string();
+    let shutdown = CancellationToken::new();
+    tokio::spawn(server.serve(Arc::new(Handler), shutdown.clone(), TaskTracker::new()));
+    let c = client();
+    let first_conn = c.connection(&addr).await.unwrap().id();
+    let call = |code: RequestCode, timeout: Duration| {
+        let (c, addr) = (&c, addr.clone());
+        async move { c.invoke(&addr, RemotingCommand::request(code), timeout).await }
+    };
+    // A slow request first, then a quick one on the same connection: the quick one is answered
+    // while the slow one waits.
+    let slow = call(SLOW, Duration::from_secs(5));
+    let quick = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let r = call(QUICK, Duration::from_secs(5)).await.unwrap();
+        (r, std::time::Instant::now())
+    };
+    let (slow, (quick, quick_at)) = tokio::join!(slow, quick);
+    let slow_at = std::time::Instant::now();
+    assert_eq!(quick.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(&quick.body[..], b"9001");
+    assert_eq!(&slow.unwrap().body[..], b"9002");
+    assert!(quick_at < slow_at, "the quick request waited for the slow one");
+    // A panicking handler: no answer to that request, the connection keeps serving.
+    let lost = call(PANICS, Duration::from_millis(300)).await;
+    assert!(lost.is_err(), "a panicked request cannot be answered: {lost:?}");
+    let after = call(QUICK, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(&after.body[..], b"9001");
+    assert_eq!(c.connection(&addr).await.unwrap().id(), first_conn, "the same connection served every request");
+    shutdown.cancel();
+}
