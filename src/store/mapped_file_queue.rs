@@ -28,6 +28,9 @@ pub struct MappedFileQueue {
     preallocate: bool,
     /// Populate new segments in the background (`warmMapedFileEnable`).
     warm: bool,
+    /// A segment was created whose directory entry is not yet durable: the next flush syncs
+    /// the directory first (ConsumeQueue segments are created on the dispatch path).
+    dir_unsynced: std::sync::atomic::AtomicBool,
     next: Mutex<Option<Prepared>>,
 }
 
@@ -65,6 +68,7 @@ impl MappedFileQueue {
             flushed_where: AtomicU64::new(0),
             preallocate,
             warm: false,
+            dir_unsynced: std::sync::atomic::AtomicBool::new(false),
             next: Mutex::new(None),
         })
     }
@@ -177,18 +181,22 @@ impl MappedFileQueue {
                 Err(_) => warn!("preallocation thread panicked; creating the segment now"),
             }
         }
-        let file = MappedFile::create(&self.dir, start, self.file_size).map_err(StoreError::io(format!(
+        let journal = self.preallocate;
+        let file = MappedFile::create(&self.dir, start, self.file_size, journal).map_err(StoreError::io(format!(
             "create segment {} in {}",
             start,
             self.dir.display()
         )))?;
+        if !journal {
+            self.dir_unsynced.store(true, Ordering::Release);
+        }
         Ok((file, false))
     }
 
     fn prepare(&self, start: u64) {
         let (dir, size, warm) = (self.dir.clone(), self.file_size, self.warm);
         let spawned = std::thread::Builder::new().name("ferrocket-prealloc".into()).spawn(move || {
-            let f = MappedFile::create(&dir, start, size)?;
+            let f = MappedFile::create(&dir, start, size, true)?;
             if warm {
                 f.prefault();
             }
@@ -203,6 +211,12 @@ impl MappedFileQueue {
     /// Flushes from `flushed_where` up to the written end, segment by segment, if at least
     /// `least_pages` pages are dirty (0 = anything). Returns the new flushed offset. Blocking.
     pub fn flush(&self, least_pages: usize) -> std::io::Result<u64> {
+        if self.dir_unsynced.swap(false, Ordering::AcqRel) {
+            if let Err(e) = super::mapped_file::sync_dir(&self.dir) {
+                self.dir_unsynced.store(true, Ordering::Release);
+                return Err(e);
+            }
+        }
         let mut where_ = self.flushed_where();
         while let Some(f) = self.find(where_) {
             let flushed = f.flush(least_pages)?;
@@ -268,6 +282,20 @@ impl MappedFileQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sparse_segment_has_its_directory_synced_by_the_next_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
+        let f = q.last_for_write(0).unwrap();
+        assert!(q.dir_unsynced.load(Ordering::Acquire), "created without a directory sync");
+        f.append(b"x", 1).unwrap();
+        q.flush(0).unwrap();
+        assert!(!q.dir_unsynced.load(Ordering::Acquire), "the flush synced the directory");
+        let journal = MappedFileQueue::load(&dir.path().join("j"), 4096, true).unwrap();
+        journal.last_for_write(0).unwrap();
+        assert!(!journal.dir_unsynced.load(Ordering::Acquire), "a journal segment is synced at creation");
+    }
 
     #[test]
     fn rolls_segments_and_finds_offsets() {
