@@ -58,7 +58,7 @@ pub fn run(inner: &Inner) {
             continue;
         }
         match reput(inner, from, end) {
-            Ok(Reput::Done) => {}
+            Ok(Reput::Done) => inner.dispatched.notify_waiters(),
             // The rest of a record is on its way (a slave receives the CommitLog in frames cut
             // at any byte): the append that brings it wakes this thread.
             Ok(Reput::AwaitingRestOfRecord) => {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use tracing::{info, warn};
 
@@ -89,6 +89,7 @@ impl MessageStore {
             arrival: RwLock::new(None),
             total_memory: total_memory(),
             appended: Arc::new(tokio::sync::Notify::new()),
+            dispatched: tokio::sync::Notify::new(),
         });
         super::recovery::recover(&inner, last_exit_ok)?;
         let abort = inner.config.abort_path();
@@ -121,6 +122,25 @@ impl MessageStore {
 
     pub fn config(&self) -> &StoreConfig {
         &self.inner.config
+    }
+
+    /// Waits (at most `max`) until everything appended before the call is dispatched, so that a
+    /// read right after an acknowledged send sees the message: the dispatcher is a thread that
+    /// a busy machine may not run for milliseconds after the append woke it. Returns at once
+    /// when nothing is pending.
+    pub async fn await_dispatched(&self, max: Duration) {
+        let inner = &self.inner;
+        let target = inner.confirm_offset();
+        let done = || inner.reput_from.load(Ordering::Acquire) >= target;
+        let deadline = tokio::time::Instant::now() + max;
+        while !done() {
+            let notified = inner.dispatched.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if done() || tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Registers the listener told about each dispatched message (long polling).

@@ -54,6 +54,8 @@ pub struct Inner {
     pub(super) total_memory: u64,
     /// Notified after every append (replication to slaves follows it).
     pub(super) appended: Arc<tokio::sync::Notify>,
+    /// Notified after every dispatch round (readers waiting for acknowledged messages).
+    pub(super) dispatched: tokio::sync::Notify,
 }
 
 impl Inner {

@@ -12,6 +12,7 @@ mod java_config;
 mod layering;
 mod namesrv;
 mod parked_pulls;
+mod read_after_send;
 mod request_tasks;
 mod send_flags;
 mod store;

@@ -129,8 +129,10 @@ pub fn update_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled
     Ok(Some(ok(req)))
 }
 
-pub fn get_max_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+pub async fn get_max_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = TopicQueueHeader::decode(&req.ext_fields)?;
+    // A max offset asked right after a send was acknowledged counts that message.
+    b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
     offset_response(req, b.store.max_offset_in_queue(&h.topic, h.queue_id))
 }
 

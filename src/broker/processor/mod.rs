@@ -51,6 +51,11 @@ pub(crate) fn fail<T>(code: ResponseCode, remark: impl Into<String>) -> Result<T
 
 pub(crate) type Handled = Result<Option<RemotingCommand>, BrokerError>;
 
+/// How long a read (GET_MAX_OFFSET, a pull) waits for messages already acknowledged to be
+/// dispatched, so that it sees them: normally microseconds; bounded for a starved dispatcher
+/// or a slave holding half a record.
+pub(crate) const READ_AFTER_SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 pub(crate) fn ok(req: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(req, ResponseCode::SUCCESS)
 }
@@ -76,7 +81,7 @@ impl BrokerProcessor {
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => consumer::get_consumer_list_by_group(b, req),
             RequestCode::QUERY_CONSUMER_OFFSET => consumer::query_consumer_offset(b, req),
             RequestCode::UPDATE_CONSUMER_OFFSET => consumer::update_consumer_offset(b, req),
-            RequestCode::GET_MAX_OFFSET => consumer::get_max_offset(b, req),
+            RequestCode::GET_MAX_OFFSET => consumer::get_max_offset(b, req).await,
             RequestCode::GET_MIN_OFFSET => consumer::get_min_offset(b, req),
             RequestCode::SEARCH_OFFSET_BY_TIMESTAMP => consumer::search_offset_by_timestamp(b, req),
             RequestCode::GET_EARLIEST_MSG_STORETIME => consumer::get_earliest_msg_storetime(b, req),

@@ -48,6 +48,8 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             b.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, commit);
         }
     }
+    // Messages acknowledged before this pull are dispatched before it reads.
+    b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
     let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
     let mut result = get();
     // A slave (without offsetCheckInSlave) never moves a consumer's offset (Java's
