@@ -34,14 +34,21 @@ async fn wait_registered(c: &Client, ns: &str) {
     assert!(registered, "the broker never registered");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn produce_sync_and_batch_then_consume_every_message() {
+/// A NameServer and a broker (16 MiB CommitLog segments) registered with it, and a client; the
+/// NameServer and the store directory live as long as the returned guards.
+async fn bench_cluster() -> (TestNamesrv, tempfile::TempDir, String, super::broker::TestBroker, Client) {
     let ns = TestNamesrv::start(|_| {}).await;
     let dir = tempfile::tempdir().unwrap();
     let ns_addr = ns.addr.to_string();
     let broker = start_broker_on(&ns_addr, dir.path(), |c| c.mapped_file_size_commit_log = 16 * 1024 * 1024).await;
     let c = client();
     wait_registered(&c, &ns_addr).await;
+    (ns, dir, ns_addr, broker, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produce_sync_and_batch_then_consume_every_message() {
+    let (_ns, _dir, ns_addr, broker, c) = bench_cluster().await;
 
     for (mode, topic) in [(SendMode::Sync, "BenchSync"), (SendMode::Batch, "BenchBatch")] {
         let sent = produce(ProduceOptions {
@@ -109,12 +116,7 @@ async fn produce_sync_and_batch_then_consume_every_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oneway_sends_are_all_stored() {
-    let ns = TestNamesrv::start(|_| {}).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ns_addr = ns.addr.to_string();
-    let broker = start_broker_on(&ns_addr, dir.path(), |c| c.mapped_file_size_commit_log = 16 * 1024 * 1024).await;
-    let c = client();
-    wait_registered(&c, &ns_addr).await;
+    let (_ns, _dir, ns_addr, broker, c) = bench_cluster().await;
     let sent = produce(ProduceOptions {
         namesrv: ns_addr.clone(),
         topic: "BenchOneway".into(),
