@@ -256,7 +256,7 @@ async fn read_loop<H: RequestHandler>(
         let Ok(permit) = in_flight.clone().acquire_owned().await else { break };
         let (conn2, handler2) = (conn.clone(), handler.clone());
         let slot = std::cell::RefCell::new(Slot::InFlight { _permit: permit, parked: parked.clone() });
-        tracker.spawn(
+        let mut task = Box::pin(
             SLOT.scope(slot, async move {
                 let oneway = cmd.is_oneway();
                 let response = handler2.handle(&conn2, cmd).await;
@@ -267,6 +267,15 @@ async fn read_loop<H: RequestHandler>(
             })
             .in_current_span(),
         );
+        // Most requests (a send under ASYNC_FLUSH, a query) finish without waiting for anything:
+        // they run here, on the reader. Spawning each one cost an allocation, the task list's
+        // locks and often a wake-up of the other worker to steal it. A request that has to wait
+        // (a long-polling pull, a flush, a call to the client) becomes a task; it polls again at
+        // once, so nothing it registered with the no-op waker here is lost.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if task.as_mut().poll(&mut cx).is_pending() {
+            tracker.spawn(task);
+        }
     }
     conn.closed.cancel();
     conn.pending_table().clear();
