@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{debug, error, info, warn, Instrument};
 
 use super::RemotingError;
 use crate::protocol::frame::encode_head;
@@ -271,10 +271,13 @@ async fn read_loop<H: RequestHandler>(
         // they run here, on the reader. Spawning each one cost an allocation, the task list's
         // locks and often a wake-up of the other worker to steal it. A request that has to wait
         // (a long-polling pull, a flush, a call to the client) becomes a task; it polls again at
-        // once, so nothing it registered with the no-op waker here is lost.
+        // once, so nothing it registered with the no-op waker here is lost. A handler that panics
+        // here loses its request, as it would in a task, and the connection goes on.
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        if task.as_mut().poll(&mut cx).is_pending() {
-            tracker.spawn(task);
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
+            Ok(std::task::Poll::Pending) => drop(tracker.spawn(task)),
+            Ok(std::task::Poll::Ready(())) => {}
+            Err(_) => error!("request handler panicked; that request is not answered"),
         }
     }
     conn.closed.cancel();
