@@ -44,21 +44,36 @@ fn deliver_time(inner: &Inner, d: &DispatchRequest) -> Option<i64> {
     Some(d.store_timestamp + delay)
 }
 
+/// How long the dispatcher naps after a round that found work.
+const NAP: Duration = Duration::from_millis(1);
+
 /// The dispatcher thread's body; returns when the store stops.
 pub fn run(inner: &Inner) {
+    let mut just_worked = false;
     while inner.is_running() {
         let end = inner.confirm_offset();
         let from = inner.reput_from.load(Ordering::Acquire);
-        // Woken by the append that makes data dispatchable, so a consumer (or a test) that
-        // reads right after a send is acknowledged finds the message: Java's reput thread sleeps
-        // 1 ms between rounds instead, a lag that anything reading right after a send trips over.
         if from >= end {
-            let has_work = || inner.reput_from.load(Ordering::Acquire) < inner.confirm_offset();
-            inner.wait_for_dispatch_work(Duration::from_millis(10), has_work);
+            // Under load, a round that found work is followed by a nap of NAP (Java's reput
+            // thread sleeps 1 ms between all its rounds): appends do not wake a napping
+            // dispatcher, so a stream of sends costs no futex wake-up and context switch per
+            // message, and the next round takes everything that came meanwhile. An idle
+            // dispatcher is woken by the append that makes data dispatchable, so the first
+            // message after a pause is dispatched at once. Reads that must see an acknowledged
+            // message wait for the round that dispatches it (`await_dispatched`).
+            if std::mem::take(&mut just_worked) {
+                std::thread::sleep(NAP);
+            } else {
+                let has_work = || inner.reput_from.load(Ordering::Acquire) < inner.confirm_offset();
+                inner.wait_for_dispatch_work(Duration::from_millis(10), has_work);
+            }
             continue;
         }
         match reput(inner, from, end) {
-            Ok(Reput::Done) => inner.dispatched.notify_waiters(),
+            Ok(Reput::Done) => {
+                just_worked = true;
+                inner.dispatched.notify_waiters()
+            }
             // The rest of a record is on its way (a slave receives the CommitLog in frames cut
             // at any byte): the append that brings it wakes this thread.
             Ok(Reput::AwaitingRestOfRecord) => {
