@@ -69,10 +69,19 @@ pub fn parse_properties(s: &str) -> BTreeMap<String, String> {
 
 /// Looks one property up without building a map.
 pub fn property_value<'a>(s: &'a str, name: &str) -> Option<&'a str> {
-    s.split(PROPERTY_SEPARATOR).find_map(|seg| {
-        let (k, v) = seg.split_once(NAME_VALUE_SEPARATOR)?;
-        (k == name && !v.is_empty()).then_some(v)
-    })
+    // Byte-wise (both separators are ASCII, so every cut is on a char boundary): this runs
+    // several times per message on the send and dispatch paths.
+    let (bytes, key) = (s.as_bytes(), name.as_bytes());
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = bytes[start..].iter().position(|&b| b == PROPERTY_SEPARATOR as u8).map_or(bytes.len(), |p| start + p);
+        let seg = &bytes[start..end];
+        if seg.len() > key.len() + 1 && seg.starts_with(key) && seg[key.len()] == NAME_VALUE_SEPARATOR as u8 {
+            return s.get(start + key.len() + 1..end);
+        }
+        start = end + 1;
+    }
+    None
 }
 
 /// Renders properties (`MessageDecoder.messageProperties2String`).
@@ -140,7 +149,6 @@ pub struct StoredMessage {
 /// The offset message id (`MessageDecoder.createMessageId`): uppercase hex of the store host's
 /// address, its port and the CommitLog offset.
 pub fn offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
-    use std::fmt::Write;
     let mut bytes = Vec::with_capacity(28);
     match store_host {
         SocketAddr::V4(a) => bytes.extend_from_slice(&a.ip().octets()),
@@ -148,10 +156,13 @@ pub fn offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
     }
     bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
     bytes.extend_from_slice(&commit_log_offset.to_be_bytes());
-    bytes.iter().fold(String::with_capacity(56), |mut s, b| {
-        let _ = write!(s, "{b:02X}");
-        s
-    })
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    s
 }
 
 /// Decodes an offset message id into the store host and CommitLog offset
@@ -196,6 +207,17 @@ mod tests {
         assert_eq!(map["KEYS"], "k1 k2");
         assert_eq!(property_value(&s, "TAGS"), Some("TagA"));
         assert_eq!(property_value(&s, "WAIT"), None);
+    }
+
+    #[test]
+    fn property_value_matches_whole_names_and_skips_empty_values() {
+        let s = "TAGSX\u{1}no\u{2}TAG\u{1}no\u{2}E\u{1}\u{2}\u{1}v\u{2}TAGS\u{1}Tag-é\u{1}x\u{2}K\u{1}last";
+        assert_eq!(property_value(s, "TAGS"), Some("Tag-é\u{1}x"), "the first separator splits name from value");
+        assert_eq!(property_value(s, "E"), None, "an empty value is no value");
+        assert_eq!(property_value(s, "K"), Some("last"), "the last property needs no trailing separator");
+        assert_eq!(property_value(s, ""), Some("v"));
+        assert_eq!(property_value(s, "TA"), None);
+        assert_eq!(property_value("", "TAGS"), None);
     }
 
     #[test]
