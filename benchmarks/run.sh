@@ -316,8 +316,8 @@ run_round() { # scenario round broker
   if [[ $3 == java ]]; then start_java "$dir"; else start_ferrocket "$dir"; fi
 
   # Java client load generator: produce, then drain the same topic with a push consumer.
-  local t1="BenchJava_$1_r$2" t2="BenchNative_$1_r$2"
-  create_topics "$dir" "$t1${HAVE_BENCH:+,$t2}"
+  local t1="BenchJava_$1_r$2" t2="BenchNative_$1_r$2" t3="BenchBatch_$1_r$2"
+  create_topics "$dir" "$t1${HAVE_BENCH:+,$t2,$t3}"
   log "  java-loadgen produce: $THREADS threads, 1 KiB sync sends, ${WARMUP} s warm-up + ${SECS} s"
   loadgen "$dir" produce --namesrv "127.0.0.1:$NS_PORT" --topic "$t1" --threads "$THREADS" --size 1024 \
     --seconds "$SECS" --warmup-s "$WARMUP" --cpu-pid "$BROKER_PID" --clk-tck "$TCK" \
@@ -364,6 +364,19 @@ run_round() { # scenario round broker
       fi
     else
       note "$1 round $2 $3: ferrocket bench produce failed (exit $rc); log: $dir/bench-produce.log"
+    fi
+    # Batches (SEND_BATCH_MESSAGE): what the broker does when the client is not the bottleneck.
+    log "  ferrocket bench produce --send batch: 32 x 1 KiB per request, 64 requests in flight, 4 connections, ${SECS} s"
+    rc=0
+    python3 "$PY" measure --pid "$BROKER_PID" --out "$dir/bench-batch.json" -- \
+      "$FERROCKET" bench produce --namesrv "127.0.0.1:$NS_PORT" --topic "$t3" --size 1024 \
+      --seconds "$SECS" --in-flight 64 --connections 4 --send batch --batch 32 --json \
+      2> "$dir/bench-batch.log" || rc=$?
+    if [[ $rc == 0 ]]; then
+      rss=$(python3 "$PY" rss-kb "$BROKER_PID")
+      log "  -> $(record "$dir" produce ferrocket-bench-batch "$dir/bench-batch.json" "$rss")"
+    else
+      note "$1 round $2 $3: ferrocket bench produce --send batch failed (exit $rc); log: $dir/bench-batch.log"
     fi
   fi
 

@@ -192,7 +192,10 @@ DRIVERS = [("java-loadgen", "the official Java client 5.3.3 (`java-loadgen`): on
                             "DefaultMQPushConsumer draining what was produced"),
            ("ferrocket-bench", "`ferrocket bench produce`: 1 KiB sync sends, 256 in flight over 4 "
                                "connections, CPU over the whole process; consume = `ferrocket bench "
-                               "consume` (pulls)")]
+                               "consume` (pulls)"),
+           ("ferrocket-bench-batch", "`ferrocket bench produce --send batch --batch 32`: SEND_BATCH_MESSAGE "
+                                     "requests of 32 × 1 KiB, 64 requests in flight over 4 connections, "
+                                     "msgs/s and CPU per message (not per request); produce only")]
 
 
 def summarize(rows):
