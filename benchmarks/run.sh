@@ -5,7 +5,9 @@
 #
 #   benchmarks/run.sh [--rounds N] [--seconds S] [--quick] [--threads T] [--warmup S]
 #                     [--scenarios "ASYNC_FLUSH SYNC_FLUSH"] [--results FILE|none] [--keep-stores]
-#                     [--wait-idle SECONDS]
+#                     [--wait-idle SECONDS] [--check]
+#   --check: exit 1 when anything failed (a load generator, a broker's shutdown, an ERROR line);
+#            CI runs `--quick --check`.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,7 +24,9 @@ RESULTS=""
 QUICK=0
 KEEP_STORES=0
 WAIT_IDLE=0
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+CHECK=0
+FAILED=0
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) ROUNDS=${2:?--rounds needs a value}; shift 2 ;;
@@ -32,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --scenarios) SCENARIOS=${2:?--scenarios needs a value}; shift 2 ;;
     --results) RESULTS=${2:?--results needs a value}; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --check) CHECK=1; shift ;;
     --keep-stores) KEEP_STORES=1; shift ;;
     --wait-idle) WAIT_IDLE=${2:?--wait-idle needs a value}; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -64,6 +69,8 @@ STARTED_AT=$(date +%s)
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 note() { log "note: $*"; printf '%s\n' "$*" >> "$NOTES"; }
+# A note that something did not work (not an observation): fails the run under --check.
+fail() { FAILED=1; note "$@"; }
 die() {
   log "FAILED: $*"
   log "logs are in $RUN"
@@ -202,7 +209,7 @@ if "$FERROCKET" bench produce --help > "$RUN/ferrocket-bench-help.txt" 2>&1 \
   log "ferrocket bench: present, its rows will be measured"
 else
   BENCH_NOTE="not measured: this ferrocket build has no \`bench\` subcommand yet"
-  note "ferrocket bench rows skipped: \`$FERROCKET bench --help\` fails (the subcommand is not in this build)"
+  fail "ferrocket bench rows skipped: \`$FERROCKET bench --help\` fails (the subcommand is not in this build)"
 fi
 
 # ---------------------------------------------------------------- 2./3. brokers
@@ -336,7 +343,7 @@ run_round() { # scenario round broker
     log "  -> $(record "$dir" consume java-loadgen "$dir/loadgen-consume.json")"
   fi
   slow_start "$dir/loadgen-consume.json" "java-loadgen consume"
-  [[ $rc == 0 ]] || note "$1 round $2 $3: the push consumer did not receive all $total messages within ${CONSUME_TIMEOUT} s (exit $rc); log: $dir/loadgen-consume.log"
+  [[ $rc == 0 ]] || fail "$1 round $2 $3: the push consumer did not receive all $total messages within ${CONSUME_TIMEOUT} s (exit $rc); log: $dir/loadgen-consume.log"
 
   # ferrocket's own load generator against the same broker, on a topic of its own.
   if [[ -n $HAVE_BENCH ]]; then
@@ -360,10 +367,10 @@ run_round() { # scenario round broker
         log "  -> $(record "$dir" consume ferrocket-bench "$dir/bench-consume.json")"
         slow_start "$dir/bench-consume.json" "ferrocket bench consume"
       else
-        note "$1 round $2 $3: ferrocket bench consume failed (exit $rc); log: $dir/bench-consume.log"
+        fail "$1 round $2 $3: ferrocket bench consume failed (exit $rc); log: $dir/bench-consume.log"
       fi
     else
-      note "$1 round $2 $3: ferrocket bench produce failed (exit $rc); log: $dir/bench-produce.log"
+      fail "$1 round $2 $3: ferrocket bench produce failed (exit $rc); log: $dir/bench-produce.log"
     fi
     # Batches (SEND_BATCH_MESSAGE): what the broker does when the client is not the bottleneck.
     log "  ferrocket bench produce --send batch: 32 x 1 KiB per request, 64 requests in flight, 4 connections, ${SECS} s"
@@ -376,7 +383,7 @@ run_round() { # scenario round broker
       rss=$(python3 "$PY" rss-kb "$BROKER_PID")
       log "  -> $(record "$dir" produce ferrocket-bench-batch "$dir/bench-batch.json" "$rss")"
     else
-      note "$1 round $2 $3: ferrocket bench produce --send batch failed (exit $rc); log: $dir/bench-batch.log"
+      fail "$1 round $2 $3: ferrocket bench produce --send batch failed (exit $rc); log: $dir/bench-batch.log"
     fi
   fi
 
@@ -386,11 +393,11 @@ run_round() { # scenario round broker
   stop "$NS_PID" "$([[ $3 == java ]] && echo "$JAVA_STOP_GRACE" || echo "$STOP_GRACE")"
   nrc=$STOP_RC
   if [[ $3 == ferrocket ]]; then
-    [[ $rc == 0 && $nrc == 0 ]] || note "$1 round $2: ferrocket broker exited $rc, namesrv $nrc on SIGTERM"
+    [[ $rc == 0 && $nrc == 0 ]] || fail "$1 round $2: ferrocket broker exited $rc, namesrv $nrc on SIGTERM"
     local f n
     for f in "$dir"/ferrocket-*.log; do
       n=$(grep -cE '^[^ ]+ +ERROR ' "$f" || true)
-      [[ $n == 0 ]] || note "$1 round $2: $n ERROR lines in $f, first: $(grep -m1 -E '^[^ ]+ +ERROR ' "$f")"
+      [[ $n == 0 ]] || fail "$1 round $2: $n ERROR lines in $f, first: $(grep -m1 -E '^[^ ]+ +ERROR ' "$f")"
       n=$(grep -cE '^[^ ]+ +WARN ' "$f" || true)
       [[ $n == 0 ]] || note "$1 round $2: $n WARN lines in $f, first: $(grep -m1 -E '^[^ ]+ +WARN ' "$f")"
     done
@@ -465,3 +472,7 @@ if [[ -s "$NOTES" ]]; then
 fi
 [[ $RESULTS == none ]] || log "appended to $RESULTS"
 log "per-round JSON: $RESULTS_JSONL; logs: $RUN"
+if [[ $CHECK == 1 && $FAILED == 1 ]]; then
+  log "FAILED (--check): see the notes above"
+  exit 1
+fi

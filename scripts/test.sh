@@ -27,3 +27,5 @@ if [ -n "$errors" ]; then
   echo "ferrocket logged ERROR lines during the compat suites (above)" >&2
   exit 1
 fi
+echo "== benchmarks, briefly (they must run; their numbers are not judged in a test)"
+benchmarks/run.sh --quick --check
