@@ -18,8 +18,16 @@ impl GroupCommit {
     /// `false` if flushing failed.
     pub fn request(&self, end_offset: u64) -> oneshot::Receiver<bool> {
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push((end_offset, tx));
-        self.wake.notify_one();
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let first = pending.is_empty();
+        pending.push((end_offset, tx));
+        drop(pending);
+        // The flush thread waits only while nothing is pending (checked under the same lock), so
+        // only the first request of a batch needs to wake it: a notify is a futex syscall even
+        // when nobody waits, and under load every other put would pay one.
+        if first {
+            self.wake.notify_one();
+        }
         rx
     }
 

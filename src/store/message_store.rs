@@ -102,8 +102,9 @@ impl MessageStore {
 
     fn start_threads(&self) -> Result<(), StoreError> {
         type Job = fn(&Inner);
-        let jobs: [(&str, Job); 4] = [
+        let jobs: [(&str, Job); 5] = [
             ("ferrocket-flush", super::flush::run),
+            ("ferrocket-prefault", super::prefault::run),
             ("ferrocket-dispatch", super::dispatch::run),
             ("ferrocket-cq-flush", super::housekeeping::run_consume_queue_flush),
             ("ferrocket-clean", super::retention::run),

@@ -4,7 +4,7 @@
 //!
 //! May import: `crate::model` only. It never sees wire types, so other front ends can share it.
 //!
-//! Inside, `state.rs` holds what the threads share (`Inner`); the services (`dispatch`, `flush`,
+//! Inside, `state.rs` holds what the threads share (`Inner`); the services (`dispatch`, `flush`, `prefault`,
 //! `housekeeping`, `recovery`, `retention`) work on it, and `message_store.rs` (the facade: open,
 //! put, shutdown) starts them. Services never import the facade (tests/it/layering.rs).
 //!
@@ -30,6 +30,7 @@ pub mod index;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 mod message_store;
+mod prefault;
 mod recovery;
 mod retention;
 mod state;

@@ -86,7 +86,7 @@ fn grouped_imports_are_seen() {
 #[test]
 fn store_services_work_on_shared_state_not_the_facade() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join("store");
-    let services = ["dispatch", "flush", "housekeeping", "recovery", "retention"];
+    let services = ["dispatch", "flush", "housekeeping", "prefault", "recovery", "retention"];
     for file in services.iter().chain(&["state", "group_commit"]) {
         let path = dir.join(format!("{file}.rs"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
