@@ -129,7 +129,7 @@ impl MappedFile {
     /// Changes no byte. False where the kernel lacks it (before 5.14).
     pub fn populate_read(&self, from: usize, len: usize) -> bool {
         let start = from - from % OS_PAGE_SIZE;
-        let end = from.saturating_add(len).next_multiple_of(OS_PAGE_SIZE).min(self.size);
+        let end = from.saturating_add(len).min(self.size).next_multiple_of(OS_PAGE_SIZE).min(self.size);
         end <= start || self.mmap.advise_range(memmap2::Advice::PopulateRead, start, end - start).is_ok()
     }
 
