@@ -28,14 +28,21 @@ pub fn run(inner: &Inner) {
     }
 }
 
-/// Percentage of the disk holding `path` in use, rounded up.
+/// Percentage of the disk holding `path` in use, rounded up, as Java computes it
+/// (`UtilAll.getDiskPartitionSpaceUsedPercent`) and as `df` shows it.
 fn disk_used_ratio(path: &std::path::Path) -> Option<u32> {
     let total = fs4::total_space(path).ok()?;
-    let free = fs4::available_space(path).ok()?;
-    if total == 0 {
-        return None;
-    }
-    Some(((total.saturating_sub(free)) * 100).div_ceil(total) as u32)
+    used_percent(total, fs4::free_space(path).ok()?, fs4::available_space(path).ok()?)
+}
+
+/// Used over used + usable: blocks reserved for root (free but not usable) count on neither
+/// side. Counting them as used (total - usable over total) made a disk with a large
+/// reservation look nearly full, so retention deleted segments still being read and writes
+/// were refused on a disk `df` showed at 57 %.
+fn used_percent(total: u64, free: u64, usable: u64) -> Option<u32> {
+    let used = total.checked_sub(free)?;
+    let entire = used.checked_add(usable).filter(|e| *e > 0)?;
+    u32::try_from((u128::from(used) * 100).div_ceil(u128::from(entire))).ok()
 }
 
 /// One pass: check the disk, delete what may go. Returns the CommitLog segments deleted.
@@ -98,4 +105,23 @@ fn delete_commit_log_files(inner: &Inner, now: SystemTime, force: bool) -> Resul
         n += 1;
     }
     inner.commit_log.files().delete_first(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::used_percent;
+
+    #[test]
+    fn disk_usage_leaves_reserved_blocks_out_as_java_and_df_do() {
+        const G: u64 = 1 << 30;
+        // This machine's disk: 251 GiB, 200 GiB free, 39 GiB usable (a large root reservation).
+        assert_eq!(used_percent(251 * G, 200 * G, 39 * G), Some(57), "df shows 57%, not 85%");
+        // No reservation: used over total, rounded up.
+        assert_eq!(used_percent(100, 40, 40), Some(60));
+        assert_eq!(used_percent(300, 199, 199), Some(34));
+        assert_eq!(used_percent(100, 0, 0), Some(100));
+        // Nonsense from the kernel is no figure rather than a wrong one.
+        assert_eq!(used_percent(100, 101, 0), None);
+        assert_eq!(used_percent(0, 0, 0), None);
+    }
 }
