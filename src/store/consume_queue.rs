@@ -204,6 +204,7 @@ impl ConsumeQueue {
     fn append_raw(&self, unit: &[u8; CQ_UNIT_SIZE]) -> Result<(), StoreError> {
         let f = self.files.last_for_write(0)?;
         f.append(unit, 0)
+            .map_err(|e| StoreError::io(format!("append to {}", f.path().display()))(e))?
             .map(|_| ())
             .ok_or_else(|| StoreError::NotWritable(format!("consume queue file {} is full", f.path().display())))
     }

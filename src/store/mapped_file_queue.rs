@@ -57,7 +57,7 @@ impl MappedFileQueue {
                 std::fs::remove_file(&path).map_err(StoreError::io(format!("delete {}", path.display())))?;
                 continue;
             }
-            let f = MappedFile::open(&path, offset, file_size)
+            let f = MappedFile::open(&path, offset, file_size, preallocate)
                 .map_err(StoreError::io(format!("open {}", path.display())))?;
             files.push(Arc::new(f));
         }
@@ -155,11 +155,11 @@ impl MappedFileQueue {
         self.write().push(file.clone());
         if self.preallocate {
             if self.warm && !prepared {
-                // Created just now (the first segment of a store): populate it in the background
+                // Created just now (the first segment of a store): warm it in the background
                 // while the writer starts using it, so its page faults leave the put path soon.
                 let f = file.clone();
                 let _ = std::thread::Builder::new().name("ferrocket-populate".into()).spawn(move || {
-                    f.populate(f.wrote_position());
+                    f.prefault();
                 });
             }
             self.prepare(start + self.file_size as u64);

@@ -5,32 +5,32 @@
 //! CommitLog  ....written....|....populated ahead (AHEAD)....|....untouched....
 //!                          write end                        `done`
 //! ```
-//! Every CHECK this thread maps what lies between the write end and write end + AHEAD
-//! (`MappedFile::populate_read`, in CHUNKs, into the next segment once it exists). The append
-//! then finds the page mapped and takes only a write-protect fault. The work is the same; it
-//! moves off the tokio workers and out of the CommitLog lock, where a fault stalled every put
-//! behind it. Java has no counterpart (its `warmMapedFileEnable` touches whole segments up
+//! Every CHECK this thread reads ahead what lies between the write end and write end + AHEAD
+//! (`MappedFile::readahead`, in CHUNKs, into the next segment once it exists). The append's
+//! `pwrite` then finds the page in the page cache. The work is the same; it moves off the
+//! tokio workers and out of the CommitLog lock, where allocating and zeroing a page (slow on
+//! memory the hypervisor has not backed yet) stalled every put behind it. Java has no counterpart (its `warmMapedFileEnable` touches whole segments up
 //! front; that stays a separate, opt-in key here).
 //!
 //! May import: `super::state` (the shared store state) and `super::mapped_file`.
 
 use std::time::Duration;
 
-use tracing::info;
+use tracing::warn;
 
 use super::state::Inner;
 
-/// How far ahead of the write end pages are kept mapped: ~0.1 s of appends at 160 MB/s.
+/// How far ahead of the write end pages are kept in the page cache: ~0.1 s of appends at 160 MB/s.
 const AHEAD: u64 = 16 << 20;
-/// Populated per `madvise` call.
+/// Read ahead per round of `readahead`.
 const CHUNK: u64 = 1 << 20;
 /// How often the write end is looked at while appends come in.
 const CHECK: Duration = Duration::from_millis(10);
 /// How often it is looked at when nothing was appended since the last look.
 const IDLE_CHECK: Duration = Duration::from_millis(100);
 
-/// The prefault thread's body; returns when the store stops, or at once where the kernel cannot
-/// populate pages (before Linux 5.14).
+/// The prefault thread's body; returns when the store stops, or at once if the kernel refuses
+/// readahead.
 pub fn run(inner: &Inner) {
     let files = inner.commit_log.files();
     let mut done = 0u64;
@@ -43,8 +43,8 @@ pub fn run(inner: &Inner) {
         // The segment holding `done`; none yet past the last one (it is preallocated later).
         while let Some(f) = files.find(done) {
             let Some((from, len)) = next_chunk(done, end, f.file_from_offset(), f.size() as u64) else { break };
-            if !f.populate_read(from as usize, len as usize) {
-                info!("the kernel cannot populate pages (MADV_POPULATE_READ); CommitLog appends fault pages in themselves");
+            if let Err(e) = f.readahead(from as usize, len as usize) {
+                warn!(error = %e, file = %f.path().display(), "cannot read the CommitLog ahead; appends allocate pages themselves");
                 return;
             }
             done += len;

@@ -129,7 +129,9 @@ impl CommitLog {
         let mut file = self.files.last_for_write(0)?;
         let free = size - file.wrote_position();
         if total + END_FILE_MIN_BLANK_LENGTH > free {
-            file.append(&record::blank(free), 0);
+            file.append(&record::blank(free), 0).map_err(|e| {
+                StoreError::io(format!("write the end-of-segment blank in {}", file.path().display()))(e)
+            })?;
             file.mark_full();
             file = self.files.last_for_write(0)?;
         }
@@ -143,6 +145,7 @@ impl CommitLog {
             offsets.push(phys);
         }
         file.append(buf, store_timestamp)
+            .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
             .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))?;
         if takes_offset {
             let next = queue_offset + msgs.len() as i64;
@@ -260,7 +263,10 @@ impl CommitLog {
                 file.path().display()
             )));
         }
-        file.append(data, store_timestamp).map(|_| ()).ok_or_else(|| {
+        let appended = file
+            .append(data, store_timestamp)
+            .map_err(|e| StoreError::io(format!("append replicated data to {}", file.path().display()))(e))?;
+        appended.map(|_| ()).ok_or_else(|| {
             StoreError::NotWritable(format!(
                 "replicated data at offset {offset} crosses the end of segment {}",
                 file.path().display()

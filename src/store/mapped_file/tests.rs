@@ -1,0 +1,84 @@
+//! MappedFile: appends, views, flushing, readahead and truncation on real files.
+use super::*;
+
+#[test]
+fn append_read_flush_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(MappedFile::create(dir.path(), 4096, 8192, true).unwrap());
+    assert_eq!(f.path().file_name().unwrap(), "00000000000000004096");
+    assert_eq!(f.append(b"hello", 1).unwrap(), Some(0));
+    assert_eq!(f.append(b"world", 2).unwrap(), Some(5));
+    assert_eq!(&*f.slice(0, 10).unwrap(), b"helloworld");
+    assert!(f.slice(5, 6).is_none(), "unwritten bytes must not be readable");
+    assert_eq!(f.slice(5, 5).unwrap().start_offset(), 4101);
+    assert_eq!(f.flush(0).unwrap(), 10);
+    assert_eq!(f.append(&[0u8; 8192], 3).unwrap(), None);
+    let bytes = f.slice_from(5).unwrap().into_bytes();
+    drop(f);
+    assert_eq!(&bytes[..], b"world", "slice outlives the file handle");
+
+    let f = Arc::new(MappedFile::open(&dir.path().join(file_name(4096)), 4096, 8192, true).unwrap());
+    assert!(f.is_full());
+    f.truncate_to(10).unwrap();
+    assert_eq!(f.append(b"!", 4).unwrap(), Some(10));
+    assert!(MappedFile::open(&dir.path().join(file_name(4096)), 4096, 4096, true).is_err());
+}
+
+#[test]
+fn reading_ahead_changes_no_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(MappedFile::create(dir.path(), 0, 3 * OS_PAGE_SIZE, true).unwrap());
+    f.append(&[9u8; 5000], 1).unwrap().unwrap();
+    // Unaligned, overlapping what is written, past the end, empty: all fine, nothing changes.
+    for (from, len) in [(100, 10), (4000, 9000), (2 * OS_PAGE_SIZE + 1, usize::MAX), (3 * OS_PAGE_SIZE, 0), (0, 0)] {
+        f.readahead(from, len).unwrap_or_else(|e| panic!("readahead({from}, {len}): {e}"));
+    }
+    assert_eq!(f.append(&[8u8; 100], 2).unwrap(), Some(5000));
+    f.mark_full();
+    let all = f.slice(0, 3 * OS_PAGE_SIZE).unwrap();
+    assert!(all[..5000].iter().all(|b| *b == 9) && all[5000..5100].iter().all(|b| *b == 8));
+    assert!(all[5100..].iter().all(|b| *b == 0));
+}
+
+#[test]
+fn truncate_discards_the_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Arc::new(MappedFile::create(dir.path(), 0, 8192, false).unwrap());
+    f.prefault();
+    f.append(&[7u8; 6000], 1).unwrap().unwrap();
+    let view = f.slice(0, 10).unwrap();
+    assert!(f.truncate_to(100).is_err(), "truncated under a live view");
+    drop(view);
+    f.truncate_to(100).unwrap();
+    assert_eq!(f.wrote_position(), 100);
+    f.mark_full();
+    let all = f.slice(0, 8192).unwrap();
+    assert!(all[..100].iter().all(|b| *b == 7));
+    assert!(all[100..].iter().all(|b| *b == 0), "stale bytes survived truncation");
+}
+
+#[test]
+fn dirty_pages_count_whole_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = MappedFile::create(dir.path(), 0, 4 * OS_PAGE_SIZE, true).unwrap();
+    f.append(&[1u8; OS_PAGE_SIZE + 10], 1).unwrap().unwrap();
+    assert_eq!(f.dirty_pages(), 1);
+    assert_eq!(f.flush(2).unwrap(), 0, "below the least-pages threshold");
+    assert_eq!(f.flush(1).unwrap(), OS_PAGE_SIZE + 10);
+    f.mark_full();
+    assert_eq!(f.dirty_pages(), usize::MAX);
+}
+
+#[test]
+fn region_reads_and_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checkpoint");
+    {
+        let mut r = MappedRegion::open_or_create(&path, 4096).unwrap();
+        r[8..16].copy_from_slice(&42i64.to_be_bytes());
+        r.flush().unwrap();
+    }
+    let r = MappedRegion::open_or_create(&path, 4096).unwrap();
+    assert_eq!(i64::from_be_bytes(r[8..16].try_into().unwrap()), 42);
+    assert!(MappedRegion::open_or_create(&path, 8192).is_err());
+}
