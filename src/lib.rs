@@ -3,6 +3,7 @@
 //! ```text
 //!            model  <-  protocol  <-  remoting  <-  namesrv, broker
 //!            model  <-  store     <-  ha, broker
+//!            filter (SQL92 selectors: std and nom only)  <-  store, broker
 //! ```
 //! Arrows point from a user to what it may import. `store` never sees wire types, so another
 //! front end can share it.
@@ -10,6 +11,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod filter;
 pub mod ha;
 pub mod model;
 pub mod namesrv;

@@ -107,6 +107,14 @@ fn model_imports_nothing_above_it() {
 }
 
 #[test]
+fn filter_imports_nothing_of_ferrocket() {
+    assert_imports_nothing_of(
+        "filter",
+        &["model", "protocol", "remoting", "namesrv", "broker", "store", "ha", "config", "persist", "tools"],
+    );
+}
+
+#[test]
 fn protocol_imports_only_model() {
     assert_imports_nothing_of("protocol", &["remoting", "namesrv", "broker", "store", "ha", "config"]);
 }
