@@ -73,6 +73,36 @@ func TestPushConsumerTagFilter(t *testing.T) {
 	assertExactlyOnce(t, want, rec.snapshot())
 }
 
+// TestPushConsumerSQL92Filter: 44 messages with property a = i, tagged as in
+// TestPushConsumerTagFilter (the last one of each queue TagA); a push consumer with the SQL92
+// selector "a >= 20 AND (TAGS = 'TagA' OR TAGS = 'TagC')" receives exactly the matching messages,
+// each once. The broker evaluates the selector (enablePropertyFilter=true).
+func TestPushConsumerSQL92Filter(t *testing.T) {
+	e := begin(t)
+	queues := e.createTopic(queueCount)
+	p := e.newProducer(producer.WithQueueSelector(producer.NewManualQueueSelector()))
+	tags := []string{"TagB", "TagC", "", "TagB", "TagA"}
+	msgs, all := newMessages(e.topic, "sql", 44, func(i int) string {
+		if i >= 40 {
+			return "TagA"
+		}
+		return tags[i%len(tags)]
+	})
+	var want []sent
+	for i, m := range msgs {
+		m.WithProperty("a", strconv.Itoa(i))
+		if i >= 20 && (all[i].tags == "TagA" || all[i].tags == "TagC") {
+			want = append(want, all[i])
+		}
+	}
+	sendToQueues(t, p, queues, msgs, all)
+
+	rec := &recorder{}
+	e.startPushConsumer(rec, consumer.MessageSelector{Type: consumer.SQL92, Expression: "a >= 20 AND (TAGS = 'TagA' OR TAGS = 'TagC')"})
+	rec.awaitAll(t, want, consumeTimeout)
+	assertExactlyOnce(t, want, rec.snapshot())
+}
+
 // TestPullFromBrokerTagFilter: the same subscription as TestPushConsumerTagFilter through the pull
 // consumer's PullFrom, looking at the raw pull bodies (the client filters tags again after the
 // broker): the broker itself sends only TagA and TagC messages, each exactly once, and the next

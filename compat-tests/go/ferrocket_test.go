@@ -75,6 +75,7 @@ func startFerrocket(bin, dir string) (*ferrocket, error) {
 		{"flushDiskType", "ASYNC_FLUSH"},
 		{"autoCreateTopicEnable", "true"},
 		{"autoCreateSubscriptionGroup", "true"},
+		{"enablePropertyFilter", "true"},
 	})
 	if err != nil {
 		return nil, err

@@ -51,6 +51,8 @@ config_struct! {
         server_channel_max_idle_time_seconds: u64 = 120 => "serverChannelMaxIdleTimeSeconds",
         reject_transaction_message: bool = false => "rejectTransactionMessage",
         enable_property_filter: bool = false => "enablePropertyFilter",
+        /// Java's bloom-filter pre-check for SQL92; accepted, no effect (every candidate is read).
+        enable_calc_filter_bit_map: bool = false => "enableCalcFilterBitMap",
         acl_enable: bool = false => "aclEnable",
         authentication_enabled: bool = false => "authenticationEnabled",
         authorization_enabled: bool = false => "authorizationEnabled",
@@ -188,7 +190,6 @@ impl BrokerConfig {
             ("aclEnable", self.acl_enable),
             ("authenticationEnabled", self.authentication_enabled),
             ("authorizationEnabled", self.authorization_enabled),
-            ("enablePropertyFilter", self.enable_property_filter),
         ];
         for (key, on) in unsupported {
             if on {

@@ -14,6 +14,7 @@
 pub mod client;
 pub mod config;
 pub mod convert;
+pub mod filter;
 pub mod hold;
 pub mod lock;
 pub mod offset;
@@ -63,6 +64,8 @@ pub struct BrokerInner {
     pub consumers: client::ConsumerManager,
     pub producers: client::ProducerManager,
     pub hold: Arc<hold::PullHold>,
+    /// Compiled SQL92 subscriptions.
+    pub filters: filter::ConsumerFilters,
     pub locks: lock::RebalanceLockManager,
     pub schedule: schedule::ScheduleService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
@@ -244,6 +247,7 @@ impl Broker {
             consumers: client::ConsumerManager::default(),
             producers: client::ProducerManager::default(),
             hold,
+            filters: filter::ConsumerFilters::default(),
             locks: lock::RebalanceLockManager::default(),
             live,
             ha_service,

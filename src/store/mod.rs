@@ -35,6 +35,7 @@ mod recovery;
 mod retention;
 mod state;
 
+pub use commit_log::record::properties as record_properties;
 pub use dispatch::SCHEDULE_TOPIC;
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
 pub use message_store::{MessageStore, PutMessageResult, PutStatus};

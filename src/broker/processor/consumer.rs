@@ -1,6 +1,7 @@
 //! Client registration and offsets: HEART_BEAT (34), UNREGISTER_CLIENT (35),
 //! GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14/15), GET_MAX_OFFSET (30),
-//! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32).
+//! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32),
+//! CHECK_CLIENT_CONFIG (46).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +13,9 @@ use crate::broker::client::ClientChannel;
 use crate::broker::BrokerInner;
 use crate::model::group::retry_topic;
 use crate::model::perm;
-use crate::protocol::body::client::{ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody};
+use crate::protocol::body::client::{
+    check_client_subscription, ConsumerListBody, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
+};
 use crate::protocol::body::json;
 use crate::protocol::body::to_vec;
 use crate::protocol::header::broker::*;
@@ -166,4 +169,28 @@ pub fn unlock_batch_mq(b: &BrokerInner, req: &RemotingCommand) -> Handled {
         .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid UnlockBatchRequestBody: {e}")))?;
     b.locks.unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
     Ok(Some(ok(req)))
+}
+
+/// CHECK_CLIENT_CONFIG (46): a push or lite-pull consumer with a SQL92 subscription asks this
+/// when it starts (`ClientManageProcessor.checkClientConfig`). Nothing is registered.
+pub fn check_client_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let (_, sub) =
+        check_client_subscription(&req.body).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e))?;
+    let Some(sub) = sub.filter(|s| !s.is_tag_type()) else { return Ok(Some(ok(req))) };
+    if !b.config.enable_property_filter {
+        return Err(BrokerError::Code(
+            ResponseCode::SYSTEM_ERROR,
+            format!("The broker does not support consumer to filter message by {}", sub.expression_type),
+        ));
+    }
+    if sub.expression_type != crate::filter::SQL92 {
+        return Err(BrokerError::Code(
+            ResponseCode::SUBSCRIPTION_PARSE_FAILED,
+            format!("no filter for expression type {}", sub.expression_type),
+        ));
+    }
+    match crate::filter::SqlFilter::compile(&sub.sub_string) {
+        Ok(_) => Ok(Some(ok(req))),
+        Err(e) => Err(BrokerError::Code(ResponseCode::SUBSCRIPTION_PARSE_FAILED, e.to_string())),
+    }
 }

@@ -78,6 +78,7 @@ impl BrokerProcessor {
             RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, conn, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
             RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,
+            RequestCode::CHECK_CLIENT_CONFIG => consumer::check_client_config(b, req),
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => consumer::get_consumer_list_by_group(b, req),
             RequestCode::QUERY_CONSUMER_OFFSET => consumer::query_consumer_offset(b, req),
             RequestCode::UPDATE_CONSUMER_OFFSET => consumer::update_consumer_offset(b, req),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{fail, BrokerError, Handled};
 use crate::broker::convert;
+use crate::broker::filter::PullFilter;
 use crate::broker::BrokerInner;
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::perm;
@@ -13,7 +14,7 @@ use crate::protocol::header::broker::{PullMessageRequestHeader, PullMessageRespo
 use crate::protocol::header::CommandHeader;
 use crate::protocol::{RemotingCommand, ResponseCode};
 use crate::remoting::Connection;
-use crate::store::{GetMessageResult, GetMessageStatus, MessageFilter};
+use crate::store::{GetMessageResult, GetMessageStatus};
 
 /// `PullSysFlag` bits.
 const FLAG_COMMIT_OFFSET: i32 = 0x1;
@@ -26,18 +27,9 @@ const MAX_SUSPEND: Duration = Duration::from_secs(60);
 /// How long a slave with a live master holds a pull before sending the consumer to the master.
 const SLAVE_REDIRECT_HOLD: Duration = Duration::from_secs(1);
 
-struct TagFilter(SubscriptionData);
-
-impl MessageFilter for TagFilter {
-    fn matches_tags_code(&self, tags_code: i64) -> bool {
-        self.0.matches_tags_code(tags_code)
-    }
-}
-
 pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
     let h = PullMessageRequestHeader::decode(&req.ext_fields)?;
-    let (sub, group) = check(b, conn, &h).await?;
-    let filter = TagFilter(sub);
+    let (filter, group) = check(b, conn, &h).await?;
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
     let max_nums = h.max_msg_nums.max(1) as usize;
     // The commit offset is stored on arrival (Java: first execution only), before any hold, so a
@@ -186,7 +178,7 @@ async fn check(
     b: &Arc<BrokerInner>,
     conn: &Arc<Connection>,
     h: &PullMessageRequestHeader,
-) -> Result<(SubscriptionData, SubscriptionGroupConfig), BrokerError> {
+) -> Result<(PullFilter, SubscriptionGroupConfig), BrokerError> {
     if !perm::is_readable(b.live.broker_permission()) {
         return fail(
             ResponseCode::NO_PERMISSION,
@@ -249,8 +241,31 @@ async fn check(
             sub
         }
     };
-    if !sub.is_tag_type() {
+    if sub.is_tag_type() {
+        return Ok((PullFilter { sub, sql: None }, group));
+    }
+    // Java checks the filter data before `enablePropertyFilter`.
+    let compiled = match sub.expression_type.as_str() {
+        crate::filter::SQL92 => b.filters.get(&h.consumer_group, &h.topic, &sub.sub_string).map_err(|e| e.to_string()),
+        other => Err(format!("no filter for expression type {other}")),
+    };
+    let sql = match compiled {
+        Ok(sql) => sql,
+        Err(e) if h.sys_flag & FLAG_SUBSCRIPTION != 0 => {
+            return fail(
+                ResponseCode::SUBSCRIPTION_PARSE_FAILED,
+                format!("parse the consumer's subscription failed: {e}"),
+            )
+        }
+        Err(e) => {
+            return fail(
+                ResponseCode::FILTER_DATA_NOT_EXIST,
+                format!("The broker's consumer filter data is not exist!Your expression may be wrong! {e}"),
+            )
+        }
+    };
+    if !b.config.enable_property_filter {
         return fail(ResponseCode::SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92");
     }
-    Ok((sub, group))
+    Ok((PullFilter { sub, sql: Some(sql) }, group))
 }

@@ -198,6 +198,17 @@ impl HeartbeatData {
     }
 }
 
+/// CHECK_CLIENT_CONFIG's `CheckClientRequestBody` (`clientId`, `group`, `subscriptionData`,
+/// `namespace`): the group and the subscription to check, if the body has one.
+pub fn check_client_subscription(body: &[u8]) -> Result<(Option<String>, Option<SubscriptionData>), String> {
+    if body.is_empty() {
+        return Ok((None, None));
+    }
+    let v: Value = super::json::from_slice(body).map_err(|e| format!("CheckClientRequestBody is not JSON: {e}"))?;
+    let group = v.get("group").and_then(str_of);
+    Ok((group, v.get("subscriptionData").and_then(SubscriptionData::from_value)))
+}
+
 /// The subscriptions in a client's `ConsumerRunningInfo` (its answer to GET_CONSUMER_RUNNING_INFO,
 /// 307): the `subscriptionSet`, the same data its heartbeat carries. The rest of the body (a map
 /// keyed by `MessageQueue` objects, properties, statistics) is not read.
@@ -223,6 +234,21 @@ pub struct ConsumerListBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_check_client_body() {
+        let body = br#"{"clientId":"10.0.0.5@1","group":"CG","subscriptionData":{"classFilterMode":false,"codeSet":[],"expressionType":"SQL92","subString":"a > 1","subVersion":17,"tagsSet":[],"topic":"T"}}"#;
+        let (group, sub) = check_client_subscription(body).unwrap();
+        assert_eq!(group.as_deref(), Some("CG"));
+        let sub = sub.unwrap();
+        assert_eq!(
+            (sub.expression_type.as_str(), sub.sub_string.as_str(), sub.topic.as_str()),
+            ("SQL92", "a > 1", "T")
+        );
+        assert_eq!(check_client_subscription(b"").unwrap(), (None, None));
+        assert_eq!(check_client_subscription(br#"{"clientId":"x"}"#).unwrap(), (None, None));
+        assert!(check_client_subscription(b"{").is_err());
+    }
 
     #[test]
     fn parses_the_java_heartbeat() {

@@ -310,6 +310,12 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
     })
 }
 
+/// The properties string of the record at the start of `buf` (no copy); `None` if it is not a
+/// whole, valid record.
+pub fn properties(buf: &[u8]) -> Option<&[u8]> {
+    view(buf, false).map(|v| v.properties)
+}
+
 /// Validates the record at the start of `buf` and extracts what dispatch needs
 /// (`checkMessageAndReturnSize`) without copying the body. `buf` runs to the end of the
 /// readable data.

@@ -110,6 +110,22 @@ public final class Clients {
         c.getDefaultMQPushConsumerImpl().getmQClientFactory().sendHeartbeatToAllBrokerWithLock();
     }
 
+    /**
+     * Makes a pull consumer's client heartbeat every broker whose route it has: the client learns a
+     * broker's version only from heartbeat answers, and refuses SQL92 pulls to a broker whose version
+     * it does not know yet.
+     */
+    public static void heartbeat(DefaultMQPullConsumer c, String brokerName) {
+        var factory = c.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory();
+        // The client skips a heartbeat while another is under way (tryLock), so probe until the
+        // answer is in.
+        Wait.until("the client to learn the version of " + brokerName, java.time.Duration.ofSeconds(10), () -> {
+            factory.sendHeartbeatToAllBrokerWithLock();
+            var found = factory.findBrokerAddressInSubscribe(brokerName, 0, true);
+            return found != null && found.getBrokerVersion() > 0;
+        });
+    }
+
     /** Messages a push consumer has pulled but not yet finished consuming, for {@code topic}. */
     public static long pending(DefaultMQPushConsumer c, String topic) {
         long[] n = {0};
