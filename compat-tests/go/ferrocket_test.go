@@ -76,6 +76,9 @@ func startFerrocket(bin, dir string) (*ferrocket, error) {
 		{"autoCreateTopicEnable", "true"},
 		{"autoCreateSubscriptionGroup", "true"},
 		{"enablePropertyFilter", "true"},
+		// Transaction checks every second, for transactions unanswered for a second.
+		{"transactionCheckInterval", "1000"},
+		{"transactionTimeOut", "1000"},
 	})
 	if err != nil {
 		return nil, err

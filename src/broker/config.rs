@@ -50,6 +50,12 @@ config_struct! {
         channel_expired_timeout: u64 = 120_000 => "channelExpiredTimeout",
         server_channel_max_idle_time_seconds: u64 = 120 => "serverChannelMaxIdleTimeSeconds",
         reject_transaction_message: bool = false => "rejectTransactionMessage",
+        /// ms a half message waits for its END_TRANSACTION before it is checked.
+        transaction_time_out: i64 = 6_000 => "transactionTimeOut",
+        /// Checks before a half message is given up (stored on TRANS_CHECK_MAX_TIME_TOPIC).
+        transaction_check_max: i32 = 15 => "transactionCheckMax",
+        /// ms between check rounds.
+        transaction_check_interval: u64 = 30_000 => "transactionCheckInterval",
         enable_property_filter: bool = false => "enablePropertyFilter",
         /// Java's bloom-filter pre-check for SQL92; accepted, no effect (every candidate is read).
         enable_calc_filter_bit_map: bool = false => "enableCalcFilterBitMap",

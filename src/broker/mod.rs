@@ -25,6 +25,7 @@ pub mod slave_sync;
 pub mod stats;
 pub mod subscription;
 pub mod topic;
+pub mod transaction;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -336,6 +337,7 @@ impl Broker {
             tracker.spawn(slave_sync::persist_learned_topics(inner.clone(), shutdown.clone()));
         } else {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
+            tracker.spawn(transaction::check::run(inner.clone(), shutdown.clone()));
         }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         if let Some(vip) = self.vip_server {

@@ -186,19 +186,6 @@ fn restore(m: &message::StoredMessage) -> Option<MessageToStore> {
     let topic = props.get(property::REAL_TOPIC)?.clone();
     let queue_id = props.get(property::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
     props.remove(property::DELAY);
-    let tags = props.get(property::TAGS).cloned();
-    Some(MessageToStore {
-        topic,
-        queue_id,
-        flag: m.flag,
-        body: m.body.clone(),
-        properties: message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-        tags_code: message::tags_code(tags.as_deref()),
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
-        store_host: m.store_host,
-        sys_flag: m.sys_flag,
-        reconsume_times: m.reconsume_times,
-        prepared_transaction_offset: 0,
-    })
+    let properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    Some(m.to_store(topic, queue_id, properties))
 }

@@ -27,6 +27,9 @@ pub mod property {
     pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
     pub const MSG_REGION: &str = "MSG_REGION";
     pub const TRACE_ON: &str = "TRACE_ON";
+    pub const TRANSACTION_ID: &str = "__transactionId__";
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
 }
 
 /// `MessageDecoder.NAME_VALUE_SEPARATOR`.
@@ -144,6 +147,28 @@ pub struct StoredMessage {
     pub body: Bytes,
     pub topic: String,
     pub properties: String,
+}
+
+impl StoredMessage {
+    /// This message as a new record on `topic`/`queue_id` with `properties`: same body, flags,
+    /// birth, hosts and reconsume count; the tag code from the properties' TAGS.
+    pub fn to_store(&self, topic: String, queue_id: i32, properties: String) -> MessageToStore {
+        let tags_code = tags_code(property_value(&properties, property::TAGS));
+        MessageToStore {
+            topic,
+            queue_id,
+            flag: self.flag,
+            body: self.body.clone(),
+            properties,
+            tags_code,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+            store_host: self.store_host,
+            sys_flag: self.sys_flag,
+            reconsume_times: self.reconsume_times,
+            prepared_transaction_offset: 0,
+        }
+    }
 }
 
 /// The offset message id (`MessageDecoder.createMessageId`): uppercase hex of the store host's

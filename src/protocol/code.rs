@@ -142,6 +142,7 @@ code_type! {
         INVALID_PARAMETER = 29,
         CONSUMER_NOT_ONLINE = 206,
         CONSUME_MSG_TIMEOUT = 207,
+        ILLEGAL_OPERATION = 604,
     }
 }
 

@@ -18,3 +18,4 @@ mod send_flags;
 mod store;
 mod subscription_refresh;
 mod support;
+mod transactions;

@@ -102,10 +102,26 @@ async fn unit_mode_and_boolean_properties_read_like_java() {
     assert_eq!(table["topicConfigTable"]["UNIT_T"]["topicSysFlag"], perm::FLAG_UNIT);
     assert_eq!(table["topicConfigTable"]["PLAIN_T"]["topicSysFlag"], 0);
 
-    // Boolean.parseBoolean: "TRUE" is a transactional message (refused until transactions exist).
-    let mut tx = send("TX_T", 0, b"m", "A");
-    tx.ext_fields.insert("i".into(), properties_to_string([("TRAN_MSG", "TRUE"), ("PGROUP", "PG")]));
-    assert_eq!(call_addr(&c, &b.addr, tx).await.response_code(), ResponseCode::NO_PERMISSION);
+    // Boolean.parseBoolean: "TRUE" marks a transactional message: a half message, not on its topic.
+    let tx = || {
+        let mut tx = send("TX_T", 0, b"m", "A");
+        tx.ext_fields.insert("i".into(), properties_to_string([("TRAN_MSG", "TRUE"), ("PGROUP", "PG")]));
+        tx
+    };
+    let r = call_addr(&c, &b.addr, tx()).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(r.ext_fields["queueId"], "0", "the queue asked for, not the half queue");
+    wait_max_offset(&c, &b.addr, "RMQ_SYS_TRANS_HALF_TOPIC", 0, 1).await;
+    let max = request(RequestCode::GET_MAX_OFFSET, &[("topic", "TX_T"), ("queueId", "0")]);
+    assert_eq!(call_addr(&c, &b.addr, max).await.ext_fields.get("offset").map(String::as_str), Some("0"));
+    b.stop().await;
+
+    // rejectTransactionMessage refuses them, naming the broker.
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| c.reject_transaction_message = true).await;
+    let r = call_addr(&c, &b.addr, tx()).await;
+    assert_eq!(r.response_code(), ResponseCode::NO_PERMISSION);
+    assert!(r.remark.unwrap_or_default().contains("sending transaction message is forbidden"));
     b.stop().await;
 }
 

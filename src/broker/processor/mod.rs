@@ -8,6 +8,7 @@ mod retry;
 mod send;
 mod stats;
 mod sub_refresh;
+mod transaction;
 
 use std::sync::Arc;
 
@@ -79,6 +80,7 @@ impl BrokerProcessor {
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
             RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,
             RequestCode::CHECK_CLIENT_CONFIG => consumer::check_client_config(b, req),
+            RequestCode::END_TRANSACTION => transaction::end_transaction(b, req).await,
             RequestCode::GET_CONSUMER_LIST_BY_GROUP => consumer::get_consumer_list_by_group(b, req),
             RequestCode::QUERY_CONSUMER_OFFSET => consumer::query_consumer_offset(b, req),
             RequestCode::UPDATE_CONSUMER_OFFSET => consumer::update_consumer_offset(b, req),

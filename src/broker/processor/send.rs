@@ -66,21 +66,29 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
     }
-    if message::property_value(&properties, property::TRAN_MSG).is_some_and(parse_boolean) {
+    // A half message is known by its TRAN_MSG property only (the header's sysFlag is not looked
+    // at), except from clients before 4.6.1 resending a delayed retry.
+    let delayed =
+        message::property_value(&properties, property::DELAY).is_some_and(|d| d.parse::<i32>().is_ok_and(|l| l > 0));
+    let transactional = message::property_value(&properties, property::TRAN_MSG).is_some_and(parse_boolean)
+        && !(reconsume_times > 0 && delayed);
+    if transactional && b.config.reject_transaction_message {
         return fail(
             ResponseCode::NO_PERMISSION,
-            format!(
-                "the broker[{}] sending transaction message is forbidden: transactions are not supported yet",
-                b.config.broker_name
-            ),
+            format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1),
         );
+    }
+    if transactional && batch {
+        return fail(ResponseCode::MESSAGE_ILLEGAL, "batch messages do not support transactions");
     }
     let mut sys = h.sys_flag;
     if tc.topic_filter_type == TopicFilterType::MultiTag {
         sys |= sys_flag::MULTI_TAGS;
     }
     let mut msgs = build_messages(b, conn, req, &h, &topic, queue_id, &properties, sys, batch)?;
-    if !batch {
+    if transactional {
+        crate::broker::transaction::to_half(&mut msgs[0]);
+    } else if !batch {
         b.schedule.divert(&mut msgs[0]);
     } else if message::property_value(&properties, property::DELAY).is_some_and(|d| d != "0") {
         return fail(ResponseCode::MESSAGE_ILLEGAL, "batch messages do not support delay levels");
@@ -119,7 +127,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
 }
 
 /// SYNC_MASTER: the put counts once enough slaves hold its bytes (`handleHA`).
-async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
+pub(super) async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
     let needed = b.config.replicas_to_wait_for();
     let ha = b.ha_service.as_ref().filter(|_| needed > 0)?;
     match ha.wait_for_replicas(end_offset, needed, Duration::from_millis(b.config.slave_timeout)).await {

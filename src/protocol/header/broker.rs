@@ -289,3 +289,32 @@ command_header! {
         client_addr: Option<String> = "clientAddr",
     }
 }
+
+command_header! {
+    /// END_TRANSACTION (37): `EndTransactionRequestHeader`. `commit_or_rollback` is the
+    /// transaction type of `MessageSysFlag`: 0 unknown, 8 commit, 12 rollback.
+    pub struct EndTransactionRequestHeader {
+        topic: Option<String> = "topic",
+        producer_group: String = "producerGroup",
+        tran_state_table_offset: i64 = "tranStateTableOffset",
+        commit_log_offset: i64 = "commitLogOffset",
+        commit_or_rollback: i32 = "commitOrRollback",
+        from_transaction_check: Option<bool> = "fromTransactionCheck",
+        msg_id: String = "msgId",
+        transaction_id: Option<String> = "transactionId",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+command_header! {
+    /// CHECK_TRANSACTION_STATE (39), broker to producer: `CheckTransactionStateRequestHeader`.
+    pub struct CheckTransactionStateRequestHeader {
+        topic: Option<String> = "topic",
+        tran_state_table_offset: i64 = "tranStateTableOffset",
+        commit_log_offset: i64 = "commitLogOffset",
+        msg_id: Option<String> = "msgId",
+        transaction_id: Option<String> = "transactionId",
+        offset_msg_id: Option<String> = "offsetMsgId",
+        broker_name: Option<String> = "bname",
+    }
+}

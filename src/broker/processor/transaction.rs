@@ -1,0 +1,100 @@
+//! END_TRANSACTION (37) (`EndTransactionProcessor`): a producer's commit or rollback of a half
+//! message, first-hand or answering a check. Java clients send it oneway; the response is
+//! built anyway for those that wait.
+
+use std::sync::Arc;
+
+use tracing::info;
+
+use super::{fail, ok, BrokerError, Handled};
+use crate::broker::transaction::{committed, op_record, HALF_TOPIC};
+use crate::broker::BrokerInner;
+use crate::model::message::{self, property, sys_flag, StoredMessage};
+use crate::protocol::header::broker::EndTransactionRequestHeader;
+use crate::protocol::header::CommandHeader;
+use crate::protocol::{RemotingCommand, ResponseCode};
+use crate::store::PutStatus;
+
+pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    if b.config.is_slave() {
+        return Ok(Some(RemotingCommand::response_to(req, ResponseCode::SLAVE_NOT_AVAILABLE)));
+    }
+    let h = EndTransactionRequestHeader::decode(&req.ext_fields)?;
+    let commit = match h.commit_or_rollback {
+        sys_flag::TRANSACTION_NOT_TYPE => {
+            // Java answers nothing: the half message stays for the check service.
+            info!(
+                group = h.producer_group,
+                msg_id = h.msg_id,
+                from_check = h.from_transaction_check.unwrap_or(false),
+                remark = req.remark.as_deref().unwrap_or(""),
+                "the producer does not know the transaction's outcome yet; it will be checked"
+            );
+            return Ok(None);
+        }
+        sys_flag::TRANSACTION_COMMIT => true,
+        sys_flag::TRANSACTION_ROLLBACK => false,
+        other => {
+            return Err(BrokerError::InvalidParameter(format!("commitOrRollback {other} is not 0, 8 or 12")));
+        }
+    };
+    let half = match b.store.lookup_message(h.commit_log_offset) {
+        Some(m) if m.topic == HALF_TOPIC => m,
+        _ => return fail(ResponseCode::SYSTEM_ERROR, "Find prepared transaction message failed"),
+    };
+    if !h.from_transaction_check.unwrap_or(false) && past_immunity(b, &half) {
+        // Too late for the producer's own answer: the check service decides now.
+        return Ok(Some(RemotingCommand::response_to(req, ResponseCode::ILLEGAL_OPERATION)));
+    }
+    if message::property_value(&half.properties, property::PGROUP) != Some(h.producer_group.as_str()) {
+        return fail(ResponseCode::SYSTEM_ERROR, "The producer group wrong");
+    }
+    if half.queue_offset != h.tran_state_table_offset {
+        return fail(ResponseCode::SYSTEM_ERROR, "The transaction state table offset wrong");
+    }
+    if half.commit_log_offset != h.commit_log_offset {
+        return fail(ResponseCode::SYSTEM_ERROR, "The commit log offset wrong");
+    }
+    if commit {
+        let Some(msg) = committed(&half) else {
+            return fail(ResponseCode::SYSTEM_ERROR, "the half message has no REAL_TOPIC or REAL_QID");
+        };
+        let put = b.store.put_messages(&[msg], true).await;
+        match &put.status {
+            PutStatus::PutOk | PutStatus::FlushDiskTimeout => {}
+            _ => {
+                let (code, remark) = super::super::convert::put_status_code(&put.status);
+                return fail(code, remark.unwrap_or_default());
+            }
+        }
+        // SYNC_MASTER: the committed message is on a slave before the op record says done.
+        if let Some(append) = &put.append {
+            let _ = super::send::wait_for_slaves(b, append.end_offset).await;
+        }
+    }
+    finish(b, &half).await?;
+    Ok(Some(ok(req)))
+}
+
+/// `rejectCommitOrRollback`: a half message with `CHECK_IMMUNITY_TIME_IN_SECONDS` accepts its
+/// producer's own answer only within that time (at least `transactionTimeOut`).
+fn past_immunity(b: &BrokerInner, half: &StoredMessage) -> bool {
+    let Some(v) = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS) else {
+        return false;
+    };
+    let timeout = b.config.transaction_time_out;
+    let immunity = v.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000).max(timeout));
+    crate::store::now_ms() - half.born_timestamp > immunity
+}
+
+/// Writes the op record that marks the half message finished, durably before answering.
+async fn finish(b: &BrokerInner, half: &StoredMessage) -> Result<(), BrokerError> {
+    let put = b.store.put_messages(&[op_record(&[half.queue_offset], b.store_host)], true).await;
+    match put.status {
+        PutStatus::PutOk | PutStatus::FlushDiskTimeout => Ok(()),
+        status => {
+            let (code, remark) = super::super::convert::put_status_code(&status);
+            Err(BrokerError::Code(code, remark.unwrap_or_else(|| "storing the transaction's op record failed".into())))
+        }
+    }
+}

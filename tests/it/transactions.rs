@@ -1,0 +1,87 @@
+//! END_TRANSACTION over the wire: the checks Java makes before a commit or rollback, what each
+//! writes, and the answer a slave gives.
+
+use ferrocket::model::message::properties_to_string;
+use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::broker::{call_addr, send, start_broker, wait_max_offset};
+use super::support::*;
+
+const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+
+fn half(topic: &str) -> RemotingCommand {
+    let mut tx = send(topic, 1, b"tx body", "TagT");
+    tx.ext_fields
+        .insert("i".into(), properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG"), ("UNIQ_KEY", "U1")]));
+    tx
+}
+
+fn end(group: &str, table_offset: i64, commit_log_offset: i64, kind: i32) -> RemotingCommand {
+    request(
+        RequestCode::END_TRANSACTION,
+        &[
+            ("producerGroup", group),
+            ("tranStateTableOffset", &table_offset.to_string()),
+            ("commitLogOffset", &commit_log_offset.to_string()),
+            ("commitOrRollback", &kind.to_string()),
+            ("msgId", "U1"),
+        ],
+    )
+}
+
+/// The CommitLog offset in an offset message id (the last 16 hex digits).
+fn physical_offset(msg_id: &str) -> i64 {
+    i64::from_str_radix(&msg_id[msg_id.len() - 16..], 16).unwrap()
+}
+
+async fn max_offset(c: &Client, addr: &str, topic: &str, queue: i32) -> String {
+    let r =
+        call_addr(c, addr, request(RequestCode::GET_MAX_OFFSET, &[("topic", topic), ("queueId", &queue.to_string())]))
+            .await;
+    r.ext_fields.get("offset").cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn end_transaction_checks_then_commits_or_rolls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    let first = call_addr(&c, &b.addr, half("TXE")).await;
+    assert_eq!(first.response_code(), ResponseCode::SUCCESS, "{:?}", first.remark);
+    let second = call_addr(&c, &b.addr, half("TXE")).await;
+    let (q1, p1) =
+        (first.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&first.ext_fields["msgId"]));
+    let (q2, p2) =
+        (second.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&second.ext_fields["msgId"]));
+    assert_eq!((q1, q2), (0, 1), "queue offsets of the half queue");
+    assert_eq!(first.ext_fields["transactionId"], "U1");
+    wait_max_offset(&c, &b.addr, HALF, 0, 2).await;
+
+    // What Java checks, in its order, each refused with its remark and nothing written.
+    for (req, remark) in [
+        (end("PG", q1, p1 + 1, 8), "Find prepared transaction message failed"),
+        (end("OTHER", q1, p1, 8), "The producer group wrong"),
+        (end("PG", q2, p1, 8), "The transaction state table offset wrong"),
+    ] {
+        let r = call_addr(&c, &b.addr, req).await;
+        assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+        assert_eq!(r.remark.as_deref(), Some(remark));
+    }
+    let r = call_addr(&c, &b.addr, end("PG", q1, p1, 5)).await;
+    assert_ne!(r.response_code(), ResponseCode::SUCCESS, "commitOrRollback 5 is not a type");
+    assert_eq!(max_offset(&c, &b.addr, "TXE", 1).await, "0");
+    assert_eq!(max_offset(&c, &b.addr, OP, 0).await, "0");
+
+    // Commit: the message on its real queue, one op record.
+    let r = call_addr(&c, &b.addr, end("PG", q1, p1, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    wait_max_offset(&c, &b.addr, "TXE", 1, 1).await;
+    wait_max_offset(&c, &b.addr, OP, 0, 1).await;
+    // Rollback: an op record only.
+    let r = call_addr(&c, &b.addr, end("PG", q2, p2, 12)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    wait_max_offset(&c, &b.addr, OP, 0, 2).await;
+    assert_eq!(max_offset(&c, &b.addr, "TXE", 1).await, "1");
+    b.stop().await;
+}
