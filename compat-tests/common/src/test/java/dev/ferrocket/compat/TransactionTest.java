@@ -25,6 +25,7 @@ import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -49,11 +50,13 @@ class TransactionTest {
     final Map<String, Integer> checks = new ConcurrentHashMap<>();
     /** Checks of "held" keys wait for this before answering. */
     final CountDownLatch release = new CountDownLatch(1);
+    /** Checks of "after-restart" keys answer unknown until this is set. */
+    final java.util.concurrent.atomic.AtomicBoolean restarted = new java.util.concurrent.atomic.AtomicBoolean();
 
     @BeforeAll
     void setUp() throws Exception {
         env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "transactions",
-            Map.of("transactionCheckInterval", "1000", "transactionTimeOut", "1000"));
+            Map.of("transactionCheckInterval", "1000", "transactionTimeOut", "1000", "flushDiskType", "SYNC_FLUSH"));
         producer = new TransactionMQProducer(Compat.unique("pg-tx"));
         producer.setNamesrvAddr(env.namesrvAddr());
         producer.setInstanceName(Compat.unique("producer-tx"));
@@ -80,6 +83,9 @@ class TransactionTest {
                         Thread.currentThread().interrupt();
                         return LocalTransactionState.UNKNOW;
                     }
+                }
+                if ("after-restart".equals(outcome) && !restarted.get()) {
+                    return LocalTransactionState.UNKNOW;
                 }
                 return "check-rollback".equals(outcome) ? LocalTransactionState.ROLLBACK_MESSAGE
                     : LocalTransactionState.COMMIT_MESSAGE;
@@ -192,5 +198,84 @@ class TransactionTest {
         Map<String, Integer> got = Wait.until("the held message after its commit", Duration.ofSeconds(30),
             () -> readAll(topic, 1), k -> k.containsKey("held"));
         assertEquals(Map.of("held", 1), got);
+    }
+
+    @Test
+    void aHalfMessageSurvivesKill9AndItsCheckAfterTheRestartCommitsIt() throws Exception {
+        String topic = Compat.unique("tx-kill");
+        env.createTopic(topic, 1, 1, PERM_RW);
+        // SYNC_FLUSH: the half message is on disk once its send is answered.
+        send(topic, "survivor", "unknown", "after-restart");
+        env.killBroker();
+        env.startBroker();
+        restarted.set(true);
+        // The restarted broker knows no producer until one heartbeats (every 30 s by default).
+        register(producer, topic);
+        Map<String, Integer> got = Wait.until("the survivor committed by a check after the restart",
+            Duration.ofSeconds(60), () -> readAll(topic, 1), k -> k.containsKey("survivor"));
+        assertEquals(Map.of("survivor", 1), got);
+    }
+
+    @Test
+    void aTransactionWhoseProducerLeftIsCheckedWithTheNextProducerOfItsGroup() throws Exception {
+        String topic = Compat.unique("tx-gone");
+        env.createTopic(topic, 1, 1, PERM_RW);
+        String group = Compat.unique("pg-tx-gone");
+        Map<String, Integer> asked = new ConcurrentHashMap<>();
+        TransactionMQProducer first = txProducer(group, LocalTransactionState.UNKNOW, asked);
+        Message m = new Message(topic, "TagTx", "orphan", "orphan".getBytes(StandardCharsets.UTF_8));
+        assertEquals(SendStatus.SEND_OK, first.sendMessageInTransaction(m, null).getSendStatus());
+        first.shutdown();
+        TransactionMQProducer second = txProducer(group, LocalTransactionState.COMMIT_MESSAGE, asked);
+        try {
+            // A producer that has sent nothing heartbeats a broker only once it knows a route to it.
+            register(second, topic);
+            Map<String, Integer> got = Wait.until("the orphan committed by the group's next producer",
+                Duration.ofSeconds(60), () -> readAll(topic, 1), k -> k.containsKey("orphan"));
+            assertEquals(Map.of("orphan", 1), got);
+            assertTrue(asked.getOrDefault("orphan", 0) >= 1, "the second producer was asked");
+        } finally {
+            second.shutdown();
+        }
+    }
+
+    /**
+     * Makes {@code p} heartbeat the broker of {@code topic} until the broker lists it as a producer
+     * of its group: the broker asks only producers it knows about their transactions.
+     */
+    void register(TransactionMQProducer p, String topic) throws Exception {
+        var factory = p.getDefaultMQProducerImpl().getmQClientFactory();
+        DefaultMQAdminExt admin = env.admin();
+        Wait.until("producer group " + p.getProducerGroup() + " known to the broker", Duration.ofSeconds(30), () -> {
+            factory.updateTopicRouteInfoFromNameServer(topic);
+            factory.sendHeartbeatToAllBrokerWithLock();
+            try {
+                return !admin.examineProducerConnectionInfo(p.getProducerGroup(), topic).getConnectionSet().isEmpty();
+            } catch (Exception e) {
+                return false;
+            }
+        });
+    }
+
+    /** A started transaction producer of {@code group} answering every check with {@code answer}. */
+    TransactionMQProducer txProducer(String group, LocalTransactionState answer, Map<String, Integer> asked)
+        throws Exception {
+        TransactionMQProducer p = new TransactionMQProducer(group);
+        p.setNamesrvAddr(env.namesrvAddr());
+        p.setInstanceName(Compat.unique("producer-" + group));
+        p.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return LocalTransactionState.UNKNOW;
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                asked.merge(msg.getKeys(), 1, Integer::sum);
+                return answer;
+            }
+        });
+        p.start();
+        return p;
     }
 }
