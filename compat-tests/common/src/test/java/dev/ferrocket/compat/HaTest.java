@@ -227,6 +227,72 @@ class HaTest {
         }
     }
 
+    /**
+     * Transactions on a SYNC_MASTER: 50 messages sent in transactions and committed by their
+     * producer. Once the master has recorded every commit (its op records are written after the
+     * slave holds the committed message), the master is SIGKILLed and a push consumer receives all
+     * 50 from the slave, each once.
+     */
+    @Test
+    void transactionsCommittedOnSyncMasterAreConsumableFromTheSlaveAfterAKill() throws Exception {
+        HaCluster c = HaCluster.start("transactions", "SYNC_MASTER");
+        org.apache.rocketmq.client.producer.TransactionMQProducer producer = null;
+        DefaultMQPushConsumer consumer = null;
+        try {
+            String topic = Compat.unique("ha-tx");
+            c.createTopic(topic, QUEUES);
+            c.awaitTopicOn(c.addr(HaCluster.SLAVE), topic, Duration.ofSeconds(30));
+            producer = new org.apache.rocketmq.client.producer.TransactionMQProducer(Compat.unique("ha-tx-pg"));
+            producer.setNamesrvAddr(c.namesrvAddr());
+            producer.setInstanceName(Compat.unique("ha-tx-producer"));
+            producer.setSendMsgTimeout(5_000);
+            producer.setTransactionListener(new org.apache.rocketmq.client.producer.TransactionListener() {
+                @Override
+                public org.apache.rocketmq.client.producer.LocalTransactionState executeLocalTransaction(
+                    org.apache.rocketmq.common.message.Message msg, Object arg) {
+                    return org.apache.rocketmq.client.producer.LocalTransactionState.COMMIT_MESSAGE;
+                }
+
+                @Override
+                public org.apache.rocketmq.client.producer.LocalTransactionState checkLocalTransaction(
+                    org.apache.rocketmq.common.message.MessageExt msg) {
+                    return org.apache.rocketmq.client.producer.LocalTransactionState.COMMIT_MESSAGE;
+                }
+            });
+            producer.start();
+            List<Deliveries.Sent> sent = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                String key = "tx-" + i;
+                SendResult r = producer.sendMessageInTransaction(Clients.message(topic, "tx", key, body(key)), null);
+                assertEquals(SendStatus.SEND_OK, r.getSendStatus(), key);
+                sent.add(new Deliveries.Sent(topic, key, "tx", body(key)));
+            }
+            String master = c.addr(HaCluster.MASTER);
+            Wait.until("the master to record all 50 commits", Duration.ofSeconds(30),
+                () -> c.maxOffsets(master, "RMQ_SYS_TRANS_OP_HALF_TOPIC", 1).get(0), n -> n == 50L);
+            c.kill(HaCluster.MASTER);
+
+            Deliveries deliveries = new Deliveries();
+            consumer = Clients.push(c.namesrvAddr(), Compat.unique("ha-tx-group"), "tx", topic, "*",
+                deliveries.listener("tx"));
+            consumer.start();
+            Wait.until("all 50 committed messages consumed from the slave", CONSUME_TIMEOUT,
+                () -> deliveries.keys().size(), v -> deliveries.hasAll(sent, null));
+            Deliveries.assertExactly("committed transactions consumed from the slave", sent, deliveries.all());
+        } catch (Throwable t) {
+            System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
+            throw t;
+        } finally {
+            if (consumer != null) {
+                Clients.shutdownInBackground("ha consumer", consumer::shutdown);
+            }
+            if (producer != null) {
+                Clients.shutdownInBackground("ha producer", producer::shutdown);
+            }
+            c.close();
+        }
+    }
+
     /** Every key delivered was sent by the load producer (acknowledged or not). */
     private static void assertOnlySentDelivered(LoadResult r, Deliveries deliveries) {
         Set<String> attemptedKeys = r.attempted().stream().map(Deliveries.Sent::key)
