@@ -2,7 +2,7 @@
 # Turns the hex seeds (and the golden frames) into a raw corpus for cargo-fuzz:
 #   fuzz/seed.sh && cargo +nightly fuzz run frame_decode fuzz/corpus/frame_decode
 #   fuzz/seed.sh && cargo +nightly fuzz run record_scan fuzz/corpus/record_scan
-# (likewise header_json, header_binary, register_body, batch_body, ha_wire; see README.md)
+# (likewise header_json, header_binary, register_body, batch_body, ha_wire, sql92; see README.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 seed() {
@@ -21,3 +21,4 @@ seed header_binary seeds/header_binary/*.hex
 seed register_body seeds/register_body/*.hex
 seed batch_body seeds/batch_body/*.hex
 seed ha_wire seeds/ha_wire/*.hex
+seed sql92 seeds/sql92/*.hex
