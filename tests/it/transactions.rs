@@ -14,6 +14,8 @@ fn half(topic: &str) -> RemotingCommand {
     let mut tx = send(topic, 1, b"tx body", "TagT");
     tx.ext_fields
         .insert("i".into(), properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG"), ("UNIQ_KEY", "U1")]));
+    // Born now: a half message born longer ago than fileReservedTime is given up unchecked.
+    tx.ext_fields.insert("g".into(), ferrocket::store::now_ms().to_string());
     tx
 }
 
@@ -83,5 +85,54 @@ async fn end_transaction_checks_then_commits_or_rolls_back() {
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     wait_max_offset(&c, &b.addr, OP, 0, 2).await;
     assert_eq!(max_offset(&c, &b.addr, "TXE", 1).await, "1");
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_transaction_nobody_answers_is_given_up_after_transaction_check_max_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.transaction_check_interval = 100;
+        c.transaction_time_out = 0;
+        c.transaction_check_max = 2;
+    })
+    .await;
+    let c = client();
+    let r = call_addr(&c, &b.addr, half("TXG")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    // No producer is online: each check puts the half message again (checks 1 and 2), the third
+    // round gives it up onto TRANS_CHECK_MAX_TIME_TOPIC, created for it with one queue.
+    wait_max_offset(&c, &b.addr, "TRANS_CHECK_MAX_TIME_TOPIC", 0, 1).await;
+    assert_eq!(max_offset(&c, &b.addr, HALF, 0).await, "3", "the original and two checked copies");
+    assert_eq!(max_offset(&c, &b.addr, "TXG", 1).await, "0", "never delivered");
+    let all = call_addr(&c, &b.addr, request(RequestCode::GET_ALL_TOPIC_CONFIG, &[])).await;
+    let table: serde_json::Value = serde_json::from_slice(&all.body).unwrap();
+    assert_eq!(table["topicConfigTable"]["TRANS_CHECK_MAX_TIME_TOPIC"]["readQueueNums"], 1);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_late_first_hand_answer_past_the_immunity_time_is_an_illegal_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    let mut tx = half("TXI");
+    tx.ext_fields.insert(
+        "i".into(),
+        properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG"), ("CHECK_IMMUNITY_TIME_IN_SECONDS", "7")]),
+    );
+    // Born at 1 ms after the epoch: long past max(7 s, transactionTimeOut).
+    tx.ext_fields.insert("g".into(), "1".into());
+    let r = call_addr(&c, &b.addr, tx).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let (q, p) = (r.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&r.ext_fields["msgId"]));
+    let r = call_addr(&c, &b.addr, end("PG", q, p, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::ILLEGAL_OPERATION);
+    // Answering a check is still accepted.
+    let mut from_check = end("PG", q, p, 8);
+    from_check.ext_fields.insert("fromTransactionCheck".into(), "true".into());
+    let r = call_addr(&c, &b.addr, from_check).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    wait_max_offset(&c, &b.addr, "TXI", 1, 1).await;
     b.stop().await;
 }

@@ -166,7 +166,12 @@ fn decide(inner: &BrokerInner, half: &StoredMessage) -> Decision {
     Decision::Check(times + 1)
 }
 
-async fn discard(inner: &BrokerInner, half: &StoredMessage, why: &str) {
+async fn discard(inner: &Arc<BrokerInner>, half: &StoredMessage, why: &str) {
+    // Created on first use with one queue, as Java does, so that admin tools and consumers see it.
+    let rw = crate::model::perm::READ | crate::model::perm::WRITE;
+    if inner.topics.create_if_absent(super::CHECK_MAX_TOPIC, 1, rw, 0).1 {
+        inner.topics_changed().await;
+    }
     let put = inner.store.put_messages(&[discarded(half)], false).await;
     if !put.is_ok() {
         warn!(offset = half.queue_offset, status = ?put.status, "storing a given-up half message failed");
