@@ -231,13 +231,16 @@ class HaTest {
      * Transactions on a SYNC_MASTER: 50 messages sent in transactions and committed by their
      * producer. Once the master has recorded every commit (its op records are written after the
      * slave holds the committed message), the master is SIGKILLed and a push consumer receives all
-     * 50 from the slave, each once.
+     * 50 from the slave, each once; a second one with a SQL92 selector (both brokers have
+     * {@code enablePropertyFilter=true}) receives from the slave exactly the 10 that match.
      */
     @Test
-    void transactionsCommittedOnSyncMasterAreConsumableFromTheSlaveAfterAKill() throws Exception {
-        HaCluster c = HaCluster.start("transactions", "SYNC_MASTER");
+    void transactionsCommittedOnSyncMasterAreConsumableFromTheSlaveAfterAKillAlsoThroughSql92() throws Exception {
+        Map<String, String> sql = Map.of("enablePropertyFilter", "true");
+        HaCluster c = HaCluster.start("transactions", "SYNC_MASTER", sql, sql);
         org.apache.rocketmq.client.producer.TransactionMQProducer producer = null;
         DefaultMQPushConsumer consumer = null;
+        DefaultMQPushConsumer filtered = null;
         try {
             String topic = Compat.unique("ha-tx");
             c.createTopic(topic, QUEUES);
@@ -263,7 +266,9 @@ class HaTest {
             List<Deliveries.Sent> sent = new ArrayList<>();
             for (int i = 0; i < 50; i++) {
                 String key = "tx-" + i;
-                SendResult r = producer.sendMessageInTransaction(Clients.message(topic, "tx", key, body(key)), null);
+                org.apache.rocketmq.common.message.Message m = Clients.message(topic, "tx", key, body(key));
+                m.putUserProperty("n", Integer.toString(i));
+                SendResult r = producer.sendMessageInTransaction(m, null);
                 assertEquals(SendStatus.SEND_OK, r.getSendStatus(), key);
                 sent.add(new Deliveries.Sent(topic, key, "tx", body(key)));
             }
@@ -279,12 +284,25 @@ class HaTest {
             Wait.until("all 50 committed messages consumed from the slave", CONSUME_TIMEOUT,
                 () -> deliveries.keys().size(), v -> deliveries.hasAll(sent, null));
             Deliveries.assertExactly("committed transactions consumed from the slave", sent, deliveries.all());
+
+            Deliveries matching = new Deliveries();
+            filtered = Clients.push(c.namesrvAddr(), Compat.unique("ha-tx-sql-group"), "tx-sql", topic, "*",
+                matching.listener("tx-sql"));
+            filtered.subscribe(topic, org.apache.rocketmq.client.consumer.MessageSelector.bySql("n >= 40"));
+            filtered.start();
+            List<Deliveries.Sent> want = sent.subList(40, 50);
+            Wait.until("the 10 messages matching n >= 40 consumed from the slave", CONSUME_TIMEOUT,
+                () -> matching.keys().size(), v -> matching.hasAll(want, null));
+            Deliveries.assertExactly("SQL92 subscription served by the slave", want, matching.all());
         } catch (Throwable t) {
             System.err.println("[compat] " + c + " failed: " + t + "\n" + c.logTails(80));
             throw t;
         } finally {
             if (consumer != null) {
                 Clients.shutdownInBackground("ha consumer", consumer::shutdown);
+            }
+            if (filtered != null) {
+                Clients.shutdownInBackground("ha sql consumer", filtered::shutdown);
             }
             if (producer != null) {
                 Clients.shutdownInBackground("ha producer", producer::shutdown);
