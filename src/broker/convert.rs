@@ -30,7 +30,7 @@ pub fn stored_properties(client: &str, cluster: &str, uniq_key: impl FnOnce() ->
         let mut props = message::parse_properties(client);
         props.entry(property::UNIQ_KEY.to_owned()).or_insert_with(uniq_key);
         props.insert(property::CLUSTER.to_owned(), cluster.to_owned());
-        return message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        return message::map_to_properties(&props);
     }
     let mut out = String::with_capacity(client.len() + cluster.len() + 48);
     let mut push = |k: &str, v: &str| {

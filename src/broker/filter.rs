@@ -26,8 +26,13 @@ struct Compiled {
 /// Compiled SQL92 subscriptions by group, then topic.
 #[derive(Default)]
 pub struct ConsumerFilters {
-    table: Mutex<HashMap<String, HashMap<String, Compiled>>>,
-    entries: std::sync::atomic::AtomicUsize,
+    table: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    by_group: HashMap<String, HashMap<String, Compiled>>,
+    entries: usize,
 }
 
 impl ConsumerFilters {
@@ -35,20 +40,18 @@ impl ConsumerFilters {
     /// or changed. A selector that does not parse stays refused until it changes.
     pub fn get(&self, group: &str, topic: &str, expression: &str) -> Result<Arc<SqlFilter>, SqlError> {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = table.get(group).and_then(|t| t.get(topic)) {
+        if let Some(c) = table.by_group.get(group).and_then(|t| t.get(topic)) {
             if c.expression == expression {
                 return c.filter.clone();
             }
         }
         let filter = SqlFilter::compile(expression).map(Arc::new);
-        if self.entries.load(std::sync::atomic::Ordering::Relaxed) >= MAX_ENTRIES {
-            table.clear();
-            self.entries.store(0, std::sync::atomic::Ordering::Relaxed);
+        if table.entries >= MAX_ENTRIES {
+            *table = Table::default();
         }
-        let by_topic = table.entry(group.to_owned()).or_default();
         let compiled = Compiled { expression: expression.to_owned(), filter: filter.clone() };
-        if by_topic.insert(topic.to_owned(), compiled).is_none() {
-            self.entries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if table.by_group.entry(group.to_owned()).or_default().insert(topic.to_owned(), compiled).is_none() {
+            table.entries += 1;
         }
         filter
     }

@@ -76,7 +76,7 @@ impl ScheduleService {
         props.insert(property::DELAY.to_owned(), level.to_string());
         props.insert(property::REAL_TOPIC.to_owned(), msg.topic.clone());
         props.insert(property::REAL_QID.to_owned(), msg.queue_id.to_string());
-        msg.properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        msg.properties = message::map_to_properties(&props);
         msg.topic = SCHEDULE_TOPIC.to_owned();
         msg.queue_id = level - 1;
     }
@@ -186,6 +186,6 @@ fn restore(m: &message::StoredMessage) -> Option<MessageToStore> {
     let topic = props.get(property::REAL_TOPIC)?.clone();
     let queue_id = props.get(property::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
     props.remove(property::DELAY);
-    let properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let properties = message::map_to_properties(&props);
     Some(m.to_store(topic, queue_id, properties))
 }

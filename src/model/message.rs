@@ -87,6 +87,11 @@ pub fn property_value<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     None
 }
 
+/// Renders a map from [`parse_properties`] back into a properties string.
+pub fn map_to_properties(props: &BTreeMap<String, String>) -> String {
+    properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
 /// Renders properties (`MessageDecoder.messageProperties2String`).
 pub fn properties_to_string<'a>(props: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut s = String::new();

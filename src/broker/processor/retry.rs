@@ -84,7 +84,7 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         queue_id,
         flag: original.flag,
         body: original.body.clone(),
-        properties: message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        properties: message::map_to_properties(&props),
         tags_code: message::tags_code(tags.as_deref()),
         born_timestamp: original.born_timestamp,
         born_host: original.born_host,

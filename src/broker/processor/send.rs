@@ -63,7 +63,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             queue_id = 0;
             let mut props = message::parse_properties(&properties);
             props.insert(property::DELAY.to_owned(), "-1".to_owned());
-            properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            properties = message::map_to_properties(&props);
         }
     }
     // A half message is known by its TRAN_MSG property only (the header's sysFlag is not looked

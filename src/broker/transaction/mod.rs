@@ -32,10 +32,6 @@ pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 /// `TransactionalMessageUtil.REMOVE_TAG`: the tag of op records.
 pub const REMOVE_TAG: &str = "d";
 
-fn with_properties(props: &std::collections::BTreeMap<String, String>) -> String {
-    message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-}
-
 /// `parseHalfMessageInner`: a transactional send becomes a half message on the half topic's
 /// queue 0, remembering its real topic and queue, with the transaction bits cleared.
 pub fn to_half(msg: &mut MessageToStore) {
@@ -45,7 +41,7 @@ pub fn to_half(msg: &mut MessageToStore) {
     }
     props.insert(property::REAL_TOPIC.to_owned(), msg.topic.clone());
     props.insert(property::REAL_QID.to_owned(), msg.queue_id.to_string());
-    msg.properties = with_properties(&props);
+    msg.properties = message::map_to_properties(&props);
     msg.sys_flag &= !sys_flag::TRANSACTION_ROLLBACK;
     msg.topic = HALF_TOPIC.to_owned();
     msg.queue_id = 0;
@@ -58,7 +54,7 @@ fn copy_of(
     queue_id: i32,
     props: &std::collections::BTreeMap<String, String>,
 ) -> MessageToStore {
-    m.to_store(topic.to_owned(), queue_id, with_properties(props))
+    m.to_store(topic.to_owned(), queue_id, message::map_to_properties(props))
 }
 
 /// The real topic and queue of a half message.
