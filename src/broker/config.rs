@@ -99,6 +99,14 @@ config_struct! {
         max_filter_message_size: usize = 16_000 => "maxFilterMessageSize",
         transient_store_pool_enable: bool = false => "transientStorePoolEnable",
         warm_maped_file_enable: bool = false => "warmMapedFileEnable",
+        timer_wheel_enable: bool = true => "timerWheelEnable",
+        timer_max_delay_sec: i64 = 259_200 => "timerMaxDelaySec",
+        /// Snapped to 100, 200, 500 or 1000 as Java's setter does ([`Self::timer_precision`]).
+        timer_precision_ms: i64 = 1000 => "timerPrecisionMs",
+        timer_roll_window_slot: i64 = 172_800 => "timerRollWindowSlot",
+        mapped_file_size_timer_log: usize = 100 * 1024 * 1024 => "mappedFileSizeTimerLog",
+        timer_flush_interval_ms: u64 = 1000 => "timerFlushIntervalMs",
+        timer_congest_num_each_slot: i64 = i64::from(i32::MAX) => "timerCongestNumEachSlot",
         message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".into() => "messageDelayLevel",
         // ferrocket
         frame_max_length: usize = crate::protocol::frame::DEFAULT_MAX_FRAME => "frameMaxLength",
@@ -129,6 +137,15 @@ const NO_EFFECT: &[&str] = &[
     "waitTimeMillsInSendQueue",
     "waitTimeMillsInPullQueue",
     "osPageCacheBusyTimeOutMills",
+    "timerGetMessageThreadNum",
+    "timerPutMessageThreadNum",
+    "timerEnableDisruptor",
+    "timerEnableCheckMetrics",
+    "timerCheckMetricsWhen",
+    "timerWarmEnable",
+    "timerProgressLogIntervalMs",
+    "timerMetricSmallThreshold",
+    "timerInterceptDelayLevel",
 ];
 
 fn default_broker_name() -> String {
@@ -211,6 +228,12 @@ impl BrokerConfig {
         if self.mapped_file_size_consume_queue < 20 {
             return refuse("mappedFileSizeConsumeQueue", "must hold at least one 20-byte unit");
         }
+        if self.mapped_file_size_timer_log < 4096 {
+            return refuse("mappedFileSizeTimerLog", "must be at least 4096 bytes");
+        }
+        if self.timer_max_delay_sec <= 0 {
+            return refuse("timerMaxDelaySec", "must be positive");
+        }
         if let Err(why) = self.delay_levels() {
             return refuse("messageDelayLevel", &why);
         }
@@ -241,6 +264,16 @@ impl BrokerConfig {
             return Err("at least one delay level is needed".into());
         }
         Ok(levels)
+    }
+
+    /// `MessageStoreConfig.setTimerPrecisionMs`: the precision snapped to 100, 200, 500 or 1000.
+    pub fn timer_precision(&self) -> i64 {
+        match self.timer_precision_ms {
+            v if v < 200 => 100,
+            v if v < 500 => 200,
+            v if v < 1000 => 500,
+            _ => 1000,
+        }
     }
 
     pub fn is_slave(&self) -> bool {

@@ -24,6 +24,7 @@ pub mod schedule;
 pub mod slave_sync;
 pub mod stats;
 pub mod subscription;
+pub mod timer;
 pub mod topic;
 pub mod transaction;
 
@@ -69,6 +70,8 @@ pub struct BrokerInner {
     pub filters: filter::ConsumerFilters,
     pub locks: lock::RebalanceLockManager,
     pub schedule: schedule::ScheduleService,
+    /// Timer messages (`TIMER_DELAY_SEC`/`TIMER_DELAY_MS`/`TIMER_DELIVER_MS`).
+    pub timer: timer::TimerService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
     pub live: LiveConfig,
     /// Master roles: streams the CommitLog to slaves.
@@ -192,9 +195,15 @@ impl Broker {
         let groups = subscription::SubscriptionGroupManager::load(&config).map_err(cfg("subscriptionGroup.json"))?;
         let offsets = offset::ConsumerOffsetManager::load(&config).map_err(cfg("consumerOffset.json"))?;
         let schedule = schedule::ScheduleService::load(&config).map_err(cfg("delayOffset.json"))?;
+        let timer = timer::TimerService::open(&config)?;
         let hold = Arc::new(hold::PullHold::default());
-        let arrivals = hold.clone();
-        store.set_arrival_listener(Arc::new(move |d| arrivals.message_arrived(&d.topic, d.queue_id)));
+        let (arrivals, timer_arrived) = (hold.clone(), timer.arrived.clone());
+        store.set_arrival_listener(Arc::new(move |d| {
+            arrivals.message_arrived(&d.topic, d.queue_id);
+            if d.topic == timer::TIMER_TOPIC {
+                timer_arrived.notify_one();
+            }
+        }));
         let addr = format!("{}:{}", config.bind_address, config.listen_port);
         let server_config = ServerConfig {
             connection: ConnectionOptions {
@@ -257,6 +266,7 @@ impl Broker {
             stats: stats::BrokerStats::default(),
             closing: CancellationToken::new(),
             schedule,
+            timer,
             store_host,
             register_now: Notify::new(),
             outbound,
@@ -338,6 +348,17 @@ impl Broker {
         } else {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
             tracker.spawn(transaction::check::run(inner.clone(), shutdown.clone()));
+            if inner.timer.files.is_some() {
+                let (timer_inner, stop) = (inner.clone(), shutdown.clone());
+                match crate::ha::spawn_thread("ferrocket-timer", move || timer::engine::run(timer_inner, stop)) {
+                    Ok(finished) => {
+                        tracker.spawn(async move {
+                            let _ = finished.await;
+                        });
+                    }
+                    Err(e) => error!(error = %e, "cannot start the timer thread; timer messages are not delivered"),
+                }
+            }
         }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         if let Some(vip) = self.vip_server {

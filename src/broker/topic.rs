@@ -120,6 +120,9 @@ impl TopicConfigManager {
             topic("RMQ_SYS_TRANS_HALF_TOPIC", 1, rw),
             topic("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, rw),
         ];
+        if config.timer_wheel_enable {
+            system.push(topic(crate::broker::timer::TIMER_TOPIC, 1, rw));
+        }
         if config.auto_create_topic_enable {
             system.push(topic(DEFAULT_TOPIC, config.default_topic_queue_nums, inherit_rw));
         }

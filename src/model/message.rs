@@ -30,6 +30,16 @@ pub mod property {
     pub const TRANSACTION_ID: &str = "__transactionId__";
     pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
     pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    /// Timer messages (5.x `setDelayTimeSec` / `setDelayTimeMs` / `setDeliverTimeMs`).
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// The slot time the broker gave a timer message (it fires one precision step later).
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+    pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+    pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
 }
 
 /// `MessageDecoder.NAME_VALUE_SEPARATOR`.

@@ -176,6 +176,16 @@ impl MessageStore {
         PutMessageResult { status, append: Some(append) }
     }
 
+    /// Under SYNC_FLUSH, returns once the CommitLog is on disk up to `end_offset` (`false` if the
+    /// flush failed or took longer than `syncFlushTimeout`); under ASYNC_FLUSH at once, `true`.
+    pub async fn wait_flushed(&self, end_offset: u64) -> bool {
+        if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush || self.flushed_offset() >= end_offset {
+            return true;
+        }
+        let done = self.inner.group_commit.request(end_offset);
+        matches!(tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await, Ok(Ok(true)))
+    }
+
     /// The synchronous part of a put: checks, then the CommitLog append.
     fn append(&self, msgs: &[MessageToStore]) -> Result<AppendResult, PutStatus> {
         let inner = &self.inner;

@@ -15,6 +15,7 @@
 //! <root>/checkpoint                         physicMsgTimestamp logicsMsgTimestamp indexMsgTimestamp …
 //! <root>/abort                              present while running: its presence means a crash
 //! <root>/lock                               exclusive process lock
+//! <root>/timerwheel, timerlog/, config/timercheck   timer messages (timer/)
 //! ```
 
 pub mod checkpoint;
@@ -34,6 +35,7 @@ mod prefault;
 mod recovery;
 mod retention;
 mod state;
+pub mod timer;
 
 pub use commit_log::record::properties as record_properties;
 pub use dispatch::SCHEDULE_TOPIC;

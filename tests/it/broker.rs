@@ -36,22 +36,43 @@ pub async fn start_broker_on(
     dir: &std::path::Path,
     tweak: impl FnOnce(&mut BrokerConfig),
 ) -> TestBroker {
-    let port = free_port();
-    let mut config = BrokerConfig {
-        broker_name: "broker-t".into(),
-        broker_ip1: "127.0.0.1".into(),
-        bind_address: "127.0.0.1".into(),
-        listen_port: port,
-        namesrv_addr: namesrv.to_owned(),
-        ha_listen_port: free_port(),
-        store_path_root_dir: dir.to_owned(),
-        mapped_file_size_commit_log: 1024 * 1024,
-        max_hash_slot_num: 1000,
-        max_index_num: 4000,
-        ..BrokerConfig::default()
+    // Ports come from binding port 0 and letting go: another test (or a client's ephemeral
+    // port) can take one before the broker binds it. Then pick new ones; any other error fails.
+    let mut tweak = Some(tweak);
+    let mut base: Option<BrokerConfig> = None;
+    let (broker, port) = loop {
+        let port = free_port();
+        let mut config = match &base {
+            Some(c) => c.clone(),
+            None => {
+                let mut c = BrokerConfig {
+                    broker_name: "broker-t".into(),
+                    broker_ip1: "127.0.0.1".into(),
+                    bind_address: "127.0.0.1".into(),
+                    namesrv_addr: namesrv.to_owned(),
+                    store_path_root_dir: dir.to_owned(),
+                    mapped_file_size_commit_log: 1024 * 1024,
+                    max_hash_slot_num: 1000,
+                    max_index_num: 4000,
+                    ..BrokerConfig::default()
+                };
+                if let Some(t) = tweak.take() {
+                    t(&mut c);
+                }
+                base = Some(c.clone());
+                c
+            }
+        };
+        config.listen_port = port;
+        config.ha_listen_port = free_port();
+        match Broker::bind(config).await {
+            Ok(b) => break (b, port),
+            Err(ferrocket::broker::StartError::Bind { addr, source }) => {
+                eprintln!("port taken before the broker bound it ({addr}: {source}); picking others");
+            }
+            Err(e) => panic!("broker start failed: {e}"),
+        }
     };
-    tweak(&mut config);
-    let broker = Broker::bind(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(broker.run(shutdown.clone()));
     TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns: None }

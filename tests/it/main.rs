@@ -18,4 +18,5 @@ mod send_flags;
 mod store;
 mod subscription_refresh;
 mod support;
+mod timers;
 mod transactions;

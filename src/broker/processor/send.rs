@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{fail, BrokerError, Handled};
-use crate::broker::convert;
 use crate::broker::topic::{TopicView, NOT_ALLOWED_SEND_TOPICS};
 use crate::broker::BrokerInner;
+use crate::broker::{convert, timer};
 use crate::model::group::{dlq_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::model::message::{self, offset_msg_id, property, sys_flag, MessageToStore};
 use crate::model::{perm, TopicConfig, TopicFilterType, DEFAULT_TOPIC};
@@ -89,6 +89,9 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     if transactional {
         crate::broker::transaction::to_half(&mut msgs[0]);
     } else if !batch {
+        if let Err((code, remark)) = b.timer.divert(&mut msgs[0]) {
+            return fail(code, remark);
+        }
         b.schedule.divert(&mut msgs[0]);
     } else if message::property_value(&properties, property::DELAY).is_some_and(|d| d != "0") {
         return fail(ResponseCode::MESSAGE_ILLEGAL, "batch messages do not support delay levels");
@@ -119,6 +122,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         } else {
             message::property_value(&msgs[0].properties, property::UNIQ_KEY).map(str::to_owned)
         },
+        recall_handle: if batch { None } else { timer::recall_handle(&msgs[0], &b.config.broker_name) },
     }
     .encode(&mut resp.ext_fields);
     resp.ext_fields.insert("MSG_REGION".into(), b.config.region_id.clone());

@@ -56,9 +56,14 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
         return fail(ResponseCode::SYSTEM_ERROR, "The commit log offset wrong");
     }
     if commit {
-        let Some(msg) = committed(&half) else {
+        let Some(mut msg) = committed(&half) else {
             return fail(ResponseCode::SYSTEM_ERROR, "the half message has no REAL_TOPIC or REAL_QID");
         };
+        // The store's put hook in Java: a committed timer or delayed message waits its time.
+        if let Err((code, remark)) = b.timer.divert(&mut msg) {
+            return fail(code, remark);
+        }
+        b.schedule.divert(&mut msg);
         let put = b.store.put_messages(&[msg], true).await;
         match &put.status {
             PutStatus::PutOk | PutStatus::FlushDiskTimeout => {}

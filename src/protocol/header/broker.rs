@@ -71,6 +71,8 @@ command_header! {
         queue_id: i32 = "queueId",
         queue_offset: i64 = "queueOffset",
         transaction_id: Option<String> = "transactionId",
+        /// 5.x: the handle to recall a timer message with.
+        recall_handle: Option<String> = "recallHandle",
     }
 }
 

@@ -40,4 +40,9 @@ public final class FeatureGeneration implements FeatureGenerationApi {
         c.setNotifyConsumerIdsChangedEnable(g.notifyConsumerIdsChangedEnable());
         admin.createAndUpdateSubscriptionGroupConfig(brokerAddr, c);
     }
+
+    @Override
+    public void setTimer(org.apache.rocketmq.common.message.Message m, String property, long value) {
+        m.putUserProperty(property, Long.toString(value));
+    }
 }

@@ -40,4 +40,14 @@ public final class FeatureGeneration implements FeatureGenerationApi {
         c.setNotifyConsumerIdsChangedEnable(g.notifyConsumerIdsChangedEnable());
         admin.createAndUpdateSubscriptionGroupConfig(brokerAddr, c);
     }
+
+    @Override
+    public void setTimer(org.apache.rocketmq.common.message.Message m, String property, long value) {
+        switch (property) {
+            case "TIMER_DELAY_SEC" -> m.setDelayTimeSec(value);
+            case "TIMER_DELAY_MS" -> m.setDelayTimeMs(value);
+            case "TIMER_DELIVER_MS" -> m.setDeliverTimeMs(value);
+            default -> throw new IllegalArgumentException(property);
+        }
+    }
 }

@@ -33,6 +33,13 @@ public interface FeatureGenerationApi {
     /** mqadmin updateSubGroup: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) with these fields. */
     void updateSubGroup(DefaultMQAdminExt admin, String brokerAddr, SubGroup group) throws Exception;
 
+    /**
+     * A timer message: 5.x {@code setDelayTimeSec} / {@code setDelayTimeMs} / {@code setDeliverTimeMs};
+     * 4.9 has no such API, so its users set the property ({@code TIMER_DELAY_SEC}, {@code TIMER_DELAY_MS},
+     * {@code TIMER_DELIVER_MS}) as a user property.
+     */
+    void setTimer(org.apache.rocketmq.common.message.Message m, String property, long value);
+
     /** The fields of a SubscriptionGroupConfig the tests set and read back. */
     record SubGroup(String groupName, boolean consumeEnable, boolean consumeFromMinEnable,
                     boolean consumeBroadcastEnable, int retryQueueNums,
