@@ -180,3 +180,37 @@ fn bench_imports_only_what_a_client_may() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timer_messages_from_bench_produce_are_reported_by_bench_consume() {
+    let (_ns, _dir, ns_addr, _broker, _c) = bench_cluster().await;
+    let sent = produce(ProduceOptions {
+        namesrv: ns_addr.clone(),
+        topic: "BenchTimers".into(),
+        size: 64,
+        limit: Limit::Count(200),
+        in_flight: 16,
+        connections: 1,
+        timer_delay_ms: Some(1500),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!((sent.msgs, sent.failed), (200, 0), "{}", sent.table());
+    let got = consume(ConsumeOptions {
+        namesrv: ns_addr,
+        topic: "BenchTimers".into(),
+        group: "BenchTimerGroup".into(),
+        limit: Some(Limit::Count(200)),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!((got.msgs, got.failed), (200, 0), "{}", got.table());
+    let late = got.timer_lateness.clone().expect("timer lateness reported");
+    assert_eq!((late.count, late.early), (200, 0), "{}", got.table());
+    assert!(late.p50_ms >= 0 && late.max_ms >= late.p99_ms, "{late:?}");
+    assert!(got.table().contains("timer messages: 200"), "{}", got.table());
+    let json: serde_json::Value = serde_json::from_str(&got.to_json()).unwrap();
+    assert_eq!(json["timer_messages"], 200);
+}

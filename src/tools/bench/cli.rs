@@ -81,6 +81,10 @@ pub struct ProduceArgs {
     /// The producer group the sends name.
     #[arg(long, default_value = "ferrocket_bench_producer")]
     group: String,
+    /// Send timer messages due this many milliseconds after they are sent (TIMER_DELAY_MS);
+    /// `bench consume` then reports how late they were stored on the topic.
+    #[arg(long, value_name = "MS")]
+    timer_delay_ms: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -127,7 +131,11 @@ pub async fn run(cmd: BenchCommand, command_line: &str) -> Result<String, BenchE
                 timeout: Duration::from_millis(a.timeout_ms),
                 progress,
                 stop,
+                timer_delay_ms: a.timer_delay_ms,
             };
+            if a.timer_delay_ms.is_some() && a.send == SendMode::Batch {
+                return Err(BenchError::Usage("--timer-delay-ms needs --send sync or oneway".into()));
+            }
             (produce(opts).await, a.common)
         }
         BenchCommand::Consume(a) => {

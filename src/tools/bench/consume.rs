@@ -13,7 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use super::stats::{Recorder, Role, Summary};
 use super::{call, cause, drive, first_namesrv, new_client, now_ms, route, BenchError, Client, Limit};
-use crate::model::message::sys_flag;
+use crate::model::message::{self, property, sys_flag};
 use crate::model::perm;
 use crate::protocol::header::broker::{
     OffsetResponseHeader, PullMessageRequestHeader, PullMessageResponseHeader, TopicQueueHeader,
@@ -85,6 +85,8 @@ struct Ctx {
     received: AtomicU64,
     first: OnceLock<Duration>,
     stop: CancellationToken,
+    /// Timer messages: how late each was stored after its requested time (ms).
+    timer_late: std::sync::Mutex<Vec<i64>>,
 }
 
 /// Pulls until the limit (or the drain), then reports. Errors only when the run cannot start.
@@ -154,6 +156,7 @@ async fn run(
         received: AtomicU64::new(0),
         first: OnceLock::new(),
         stop: opts.stop.child_token(),
+        timer_late: std::sync::Mutex::new(Vec::new()),
     });
     let recorder = Arc::new(Recorder::default());
     let pullers = TaskTracker::new();
@@ -176,7 +179,10 @@ async fn run(
         }
     };
     let ((), timeline) = drive(&recorder, start, opts.progress, work).await;
-    Ok(timeline.summary(Role::Consume, ctx.first.get().copied()))
+    let mut summary = timeline.summary(Role::Consume, ctx.first.get().copied());
+    let late = std::mem::take(&mut *ctx.timer_late.lock().unwrap_or_else(|e| e.into_inner()));
+    summary.timer_lateness = TimerLateness::of(late);
+    Ok(summary)
 }
 
 async fn max_offset(client: &Client, topic: &str, q: &Queue) -> Result<i64, BenchError> {
@@ -192,6 +198,7 @@ async fn max_offset(client: &Client, topic: &str, q: &Queue) -> Result<i64, Benc
 /// Pulls one queue from `offset` until `until` (drain), the stop, or the count.
 async fn puller(ctx: Arc<Ctx>, recorder: Arc<Recorder>, q: Queue, mut offset: i64, until: Option<i64>) {
     let mut stamps = Vec::with_capacity(ctx.pull_batch as usize);
+    let mut late = Vec::new();
     let mut latencies = Vec::with_capacity(ctx.pull_batch as usize);
     while !ctx.stop.is_cancelled() && until.is_none_or(|u| offset < u) {
         let header = PullMessageRequestHeader {
@@ -228,8 +235,12 @@ async fn puller(ctx: Arc<Ctx>, recorder: Arc<Recorder>, q: Queue, mut offset: i6
         match (resp.response_code(), next) {
             (ResponseCode::SUCCESS, Ok(next)) => {
                 stamps.clear();
-                match scan(&resp.body, &mut stamps) {
+                late.clear();
+                match scan(&resp.body, &mut stamps, &mut late) {
                     Ok((n, bytes)) => {
+                        if !late.is_empty() {
+                            ctx.timer_late.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(&late);
+                        }
                         let now = now_ms();
                         latencies.clear();
                         latencies.extend(stamps.iter().map(|s| u64::try_from(now - s).unwrap_or(0) * 1000));
@@ -271,9 +282,10 @@ fn be_i64(b: &[u8], at: usize) -> Option<i64> {
 }
 
 /// Walks the stored records of a pull body (the CommitLog layout, see `record`): returns the
-/// number of messages and their body bytes, and pushes each store timestamp onto `stamps`.
-/// Only the fields needed are read; bodies are not copied.
-pub(super) fn scan(body: &[u8], stamps: &mut Vec<i64>) -> Result<(u64, u64), String> {
+/// number of messages and their body bytes, and pushes each store timestamp onto `stamps` and,
+/// for each delivered timer message, how late it was stored onto `late`. Only the fields needed
+/// are read; bodies are not copied.
+pub(super) fn scan(body: &[u8], stamps: &mut Vec<i64>, late: &mut Vec<i64>) -> Result<(u64, u64), String> {
     let (mut pos, mut msgs, mut bytes) = (0usize, 0u64, 0u64);
     while pos < body.len() {
         let bad = |why: &str| format!("record {msgs} at byte {pos}: {why}");
@@ -295,11 +307,53 @@ pub(super) fn scan(body: &[u8], stamps: &mut Vec<i64>) -> Result<(u64, u64), Str
             .filter(|l| body_len_at as u64 + 4 + l <= rec.len() as u64)
             .ok_or_else(|| bad("body length out of range"))?;
         stamps.push(store_ts);
+        if let Some(due) = timer_due(rec) {
+            late.push(store_ts - due);
+        }
         msgs += 1;
         bytes += body_len;
         pos += rec.len();
     }
     Ok((msgs, bytes))
+}
+
+/// When a delivered timer message was asked for: `TIMER_DELIVER_MS`, or its born time plus
+/// `TIMER_DELAY_MS` / `TIMER_DELAY_SEC` (the broker counts from when it got the send, a moment
+/// after). `None` for other messages.
+fn timer_due(rec: &[u8]) -> Option<i64> {
+    let props = std::str::from_utf8(crate::store::commit_log::record::properties(rec)?).ok()?;
+    message::property_value(props, property::TIMER_OUT_MS)?;
+    let born = be_i64(rec, SYSFLAG_POS + 4)?;
+    let num = |k| message::property_value(props, k).and_then(|v| v.parse::<i64>().ok());
+    num(property::TIMER_DELAY_SEC)
+        .map(|s| born + s * 1000)
+        .or_else(|| num(property::TIMER_DELAY_MS).map(|ms| born + ms))
+        .or_else(|| num(property::TIMER_DELIVER_MS))
+}
+
+/// Percentiles of timer lateness (`bench consume` of delivered timer messages).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimerLateness {
+    pub count: u64,
+    /// Stored before the requested time (should be 0).
+    pub early: u64,
+    pub p50_ms: i64,
+    pub p99_ms: i64,
+    pub max_ms: i64,
+}
+
+impl TimerLateness {
+    fn of(mut late: Vec<i64>) -> Option<Self> {
+        late.sort_unstable();
+        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+        (!late.is_empty()).then(|| Self {
+            count: late.len() as u64,
+            early: late.iter().filter(|l| **l < 0).count() as u64,
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -335,9 +389,9 @@ mod tests {
         let mut body = record(b"hello", 1000);
         body.extend(record(&[7; 300], 2000));
         let mut stamps = Vec::new();
-        assert_eq!(scan(&body, &mut stamps), Ok((2, 305)));
+        assert_eq!(scan(&body, &mut stamps, &mut Vec::new()), Ok((2, 305)));
         assert_eq!(stamps, [1000, 2000]);
-        assert_eq!(scan(&[], &mut stamps), Ok((0, 0)));
+        assert_eq!(scan(&[], &mut stamps, &mut Vec::new()), Ok((0, 0)));
     }
 
     #[test]
@@ -346,10 +400,10 @@ mod tests {
         body.extend(record(b"world", 1000));
         let first = body.len() / 2;
         for n in (1..body.len()).filter(|n| *n != first) {
-            assert!(scan(&body[..n], &mut Vec::new()).is_err(), "prefix {n}");
+            assert!(scan(&body[..n], &mut Vec::new(), &mut Vec::new()).is_err(), "prefix {n}");
         }
         let mut bad = body.clone();
         bad[4] ^= 0xFF;
-        assert!(scan(&bad, &mut Vec::new()).unwrap_err().contains("not a message record"));
+        assert!(scan(&bad, &mut Vec::new(), &mut Vec::new()).unwrap_err().contains("not a message record"));
     }
 }

@@ -58,6 +58,8 @@ pub struct ProduceOptions {
     pub progress: Option<Duration>,
     /// Cancelled: stop sending and report what was done (Ctrl-C).
     pub stop: CancellationToken,
+    /// Timer messages: each send carries `TIMER_DELAY_MS` with this value.
+    pub timer_delay_ms: Option<u64>,
 }
 
 impl Default for ProduceOptions {
@@ -76,6 +78,7 @@ impl Default for ProduceOptions {
             timeout: Duration::from_secs(3),
             progress: None,
             stop: CancellationToken::new(),
+            timer_delay_ms: None,
         }
     }
 }
@@ -211,6 +214,7 @@ struct Ctx {
     group: String,
     timeout: Duration,
     uniq: UniqId,
+    timer_delay_ms: Option<String>,
 }
 
 impl Ctx {
@@ -266,6 +270,7 @@ impl Ctx {
             group: opts.producer_group.clone(),
             timeout: opts.timeout,
             uniq: UniqId::new(),
+            timer_delay_ms: opts.timer_delay_ms.map(|d| d.to_string()),
         })
     }
 
@@ -290,7 +295,11 @@ impl Ctx {
             }
             _ => {
                 let id = self.uniq.next(now);
-                (properties_to_string([wait, (property::UNIQ_KEY, id.as_str())]), self.body.clone(), false)
+                let mut props = vec![wait, (property::UNIQ_KEY, id.as_str())];
+                if let Some(d) = &self.timer_delay_ms {
+                    props.push((property::TIMER_DELAY_MS, d.as_str()));
+                }
+                (properties_to_string(props), self.body.clone(), false)
             }
         };
         let header = SendMessageRequestHeaderV2 {

@@ -189,6 +189,7 @@ impl Timeline {
             first_message_ms: first_message.map(|d| d.as_secs_f64() * 1000.0),
             failures: self.total.failures,
             points: self.points,
+            timer_lateness: None,
         }
     }
 }
@@ -218,6 +219,8 @@ pub struct Summary {
     pub first_message_ms: Option<f64>,
     pub failures: BTreeMap<String, u64>,
     pub points: Vec<Point>,
+    /// Consume of delivered timer messages: stored this late after the requested time.
+    pub timer_lateness: Option<super::consume::TimerLateness>,
 }
 
 fn round3(v: f64) -> f64 {
@@ -246,6 +249,13 @@ impl Summary {
         });
         if self.role == Role::Consume {
             v["first_message_ms"] = self.first_message_ms.map(round3).into();
+        }
+        if let Some(t) = &self.timer_lateness {
+            v["timer_messages"] = t.count.into();
+            v["timer_early"] = t.early.into();
+            v["timer_late_p50_ms"] = t.p50_ms.into();
+            v["timer_late_p99_ms"] = t.p99_ms.into();
+            v["timer_late_max_ms"] = t.max_ms.into();
         }
         v.to_string()
     }
@@ -292,6 +302,12 @@ impl Summary {
         out.push_str(&line(row));
         if self.role == Role::Consume && self.latency.is_some() {
             out.push_str("latency: broker store time to arrival here (the age of drained messages)\n");
+        }
+        if let Some(t) = &self.timer_lateness {
+            out.push_str(&format!(
+                "timer messages: {} stored after their requested time by p50 {} ms, p99 {} ms, max {} ms; {} early\n",
+                t.count, t.p50_ms, t.p99_ms, t.max_ms, t.early
+            ));
         }
         if !self.failures.is_empty() {
             out.push_str("failed requests by cause:\n");
