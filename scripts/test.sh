@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite: formatting, lints, Rust tests, then the compatibility suites (official
-# RocketMQ Java clients 5.x and 4.9.x, then the official Go client, against a ferrocket started by
-# the tests).
+# RocketMQ Java clients 5.x and 4.9.x, the official Go client, the official C++ client, against a
+# ferrocket started by the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,8 @@ echo "== compat-tests (official Java clients)"
 mvn -f compat-tests -B -ntp test -Dsurefire.rerunFailingTestsCount=2 -Dferrocket.bin="$PWD/target/release/ferrocket"
 echo "== compat-tests/go (official Go client)"
 (export FERROCKET_BIN="$PWD/target/release/ferrocket"; cd compat-tests/go && go test -count=1 -timeout 10m -v ./...)
+echo "== compat-tests/python (official C++ client, through its Python binding)"
+FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/python/run.sh
 echo "== no ERROR line in any ferrocket log of the compat suites"
 # The Go suite checks its own log; this covers every ferrocket process the Maven suite started.
 errors=$(find compat-tests -path '*/target/compat-work/*' -name 'ferrocket*.log' -print0 \

@@ -1,0 +1,110 @@
+"""A ferrocket standalone (NameServer + broker in one process) for the C++ client tests.
+
+The official C++ client (rocketmq-client-cpp 2.0, `librocketmq.so`) is driven through its official
+Python binding, `rocketmq-client-python` 0.5.0rc2 from PyPI, whose wheel carries the compiled
+library: the only build of the C++ client a registry serves.
+"""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+def free_port():
+    """A free port below Linux's ephemeral range, with the broker's p-2 (VIP) and p+1 (HA) free."""
+    for p in range(12000 + os.getpid() % 8000, 32000, 7):
+        ok = True
+        for q in (p - 2, p, p + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", q))
+                except OSError:
+                    ok = False
+        if ok:
+            return p
+    raise RuntimeError("no free port")
+
+
+def wait_port(port, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+class Ferrocket:
+    def __init__(self, binary, root):
+        self.binary, self.root = binary, root
+        self.ns_port = free_port()
+        self.broker_port = free_port()
+        while abs(self.broker_port - self.ns_port) <= 2:
+            self.broker_port = free_port() + 10
+        self.namesrv = f"127.0.0.1:{self.ns_port}"
+        with open(os.path.join(root, "broker.conf"), "w") as f:
+            f.write("\n".join([
+                "brokerClusterName=PyCluster", "brokerName=py-broker-a", "brokerIP1=127.0.0.1",
+                f"listenPort={self.broker_port}", f"storePathRootDir={root}/store",
+                "mappedFileSizeCommitLog=67108864", "flushDiskType=SYNC_FLUSH",
+                # Unknown transactions are checked every second, once a second old.
+                "transactionCheckInterval=1000", "transactionTimeOut=1000",
+            ]) + "\n")
+        with open(os.path.join(root, "namesrv.conf"), "w") as f:
+            f.write(f"listenPort={self.ns_port}\n")
+        self.log = open(os.path.join(root, "ferrocket.log"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "standalone", "-c", f"{root}/broker.conf", "--namesrv-config", f"{root}/namesrv.conf"],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HOME": root})
+        if not (wait_port(self.ns_port, 30) and wait_port(self.broker_port, 30)):
+            self.stop()
+            raise RuntimeError(f"ferrocket did not start; log {root}/ferrocket.log")
+
+    def admin(self, *args):
+        out = subprocess.run([self.binary, "admin", "-n", self.namesrv, *args], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, f"ferrocket admin {args}: {out.stderr}"
+        return out.stdout
+
+    def create_topic(self, topic, queues=4):
+        self.admin("update-topic", "-t", topic, "-c", "PyCluster", "-r", str(queues), "-w", str(queues))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if "py-broker-a" in self.admin("topic-route", "-t", topic):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"no route for {topic}")
+
+    def errors(self):
+        with open(os.path.join(self.root, "ferrocket.log")) as f:
+            return [line for line in f if " ERROR " in line]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def ferrocket():
+    binary = os.environ.get("FERROCKET_BIN") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "target", "release", "ferrocket")
+    root = tempfile.mkdtemp(prefix="ferrocket-py-")
+    # The C++ client writes its logs under $HOME/logs.
+    os.environ["HOME"] = root
+    f = Ferrocket(os.path.abspath(binary), root)
+    yield f
+    errors = f.errors()
+    rc = f.stop() or f.proc.returncode
+    assert rc == 0, f"ferrocket exited {rc} on SIGTERM; log {root}/ferrocket.log"
+    assert not errors, f"ERROR lines in {root}/ferrocket.log: {errors[:3]}"
