@@ -70,6 +70,7 @@ code_type! {
         UNLOCK_BATCH_MQ = 42,
         GET_ALL_CONSUMER_OFFSET = 43,
         GET_ALL_DELAY_OFFSET = 45,
+        GET_TIMER_CHECK_POINT = 60,
         CHECK_CLIENT_CONFIG = 46,
         PUT_KV_CONFIG = 100,
         GET_KV_CONFIG = 101,

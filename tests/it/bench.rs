@@ -188,29 +188,32 @@ async fn timer_messages_from_bench_produce_are_reported_by_bench_consume() {
         namesrv: ns_addr.clone(),
         topic: "BenchTimers".into(),
         size: 64,
-        limit: Limit::Count(200),
-        in_flight: 16,
-        connections: 1,
+        limit: Limit::Count(1000),
+        in_flight: 128,
+        connections: 2,
         timer_delay_ms: Some(1500),
         ..Default::default()
     })
     .await
     .unwrap();
-    assert_eq!((sent.msgs, sent.failed), (200, 0), "{}", sent.table());
+    assert_eq!((sent.msgs, sent.failed), (1000, 0), "{}", sent.table());
     let got = consume(ConsumeOptions {
         namesrv: ns_addr,
         topic: "BenchTimers".into(),
         group: "BenchTimerGroup".into(),
-        limit: Some(Limit::Count(200)),
+        limit: Some(Limit::Count(1000)),
         ..Default::default()
     })
     .await
     .unwrap();
-    assert_eq!((got.msgs, got.failed), (200, 0), "{}", got.table());
+    assert_eq!((got.msgs, got.failed), (1000, 0), "{}", got.table());
     let late = got.timer_lateness.clone().expect("timer lateness reported");
-    assert_eq!((late.count, late.early), (200, 0), "{}", got.table());
+    assert_eq!((late.count, late.early), (1000, 0), "{}", got.table());
     assert!(late.p50_ms >= 0 && late.max_ms >= late.p99_ms, "{late:?}");
-    assert!(got.table().contains("timer messages: 200"), "{}", got.table());
+    // A burst of timers is entered into the wheel as fast as it arrives, not a read batch per
+    // slot: each fires within its precision step (1 s), with room for a loaded machine.
+    assert!(late.max_ms < 4000, "a timer was stored {} ms late: {}", late.max_ms, got.table());
+    assert!(got.table().contains("timer messages: 1000"), "{}", got.table());
     let json: serde_json::Value = serde_json::from_str(&got.to_json()).unwrap();
-    assert_eq!(json["timer_messages"], 200);
+    assert_eq!(json["timer_messages"], 1000);
 }

@@ -93,6 +93,16 @@ async fn timer_messages_wait_for_their_time_then_reach_their_queue() {
     let rolled = all.iter().find(|m| prop(m, "UNIQ_KEY") == Some("K-MS")).unwrap();
     let rolls: i32 = prop(rolled, "TIMER_ROLL_TIMES").unwrap_or("0").parse().unwrap();
     assert!(rolls >= 1, "1.5 s is past a 0.5 s roll window: rolled {rolls} times");
+
+    // What a Java slave copies from its master: the timer checkpoint, 56 bytes of Java's layout.
+    let r = call_addr(&c, &b.addr, request(ferrocket::protocol::RequestCode::GET_TIMER_CHECK_POINT, &[])).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(r.body.len(), 56);
+    let read_time = i64::from_be_bytes(r.body[..8].try_into().unwrap());
+    assert!(read_time > sent_at && read_time % 100 == 0, "lastReadTimeMs {read_time}");
+    let info = call_addr(&c, &b.addr, request(ferrocket::protocol::RequestCode::GET_BROKER_RUNTIME_INFO, &[])).await;
+    let text = String::from_utf8_lossy(&info.body);
+    assert!(text.contains("\"timerReadBehind\"") && text.contains("\"timerOffsetBehind\""), "{text}");
     b.stop().await;
 }
 
@@ -146,6 +156,8 @@ async fn a_disabled_wheel_or_a_delay_past_the_maximum_is_refused() {
     assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
     assert_eq!(r.remark.as_deref(), Some("accurate timer message is not enabled, timerWheelEnable is false"));
     assert_eq!(max_offset(&c, &b, "TD", 0).await, 0, "nothing stored");
+    let r = call_addr(&c, &b.addr, request(ferrocket::protocol::RequestCode::GET_TIMER_CHECK_POINT, &[])).await;
+    assert_eq!((r.response_code(), r.remark.as_deref()), (ResponseCode::SYSTEM_ERROR, Some("The checkpoint is null")));
     b.stop().await;
 
     let dir = tempfile::tempdir().unwrap();

@@ -170,6 +170,11 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
         put(k, "0".into());
     }
     put("commitLogDiskRatio", "0.0".into());
+    let timer_max = store.max_offset_in_queue(crate::broker::timer::TIMER_TOPIC, 0);
+    if let Some((read_behind, offset_behind)) = b.timer.behind(timer_max) {
+        put("timerReadBehind", read_behind.to_string());
+        put("timerOffsetBehind", offset_behind.to_string());
+    }
     Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
 

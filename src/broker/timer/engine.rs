@@ -3,7 +3,8 @@
 //! whose time has passed, flushes the files every `timerFlushIntervalMs`.
 //!
 //! Progress is the timer topic's ConsumeQueue offset (enqueue side) and the next slot time to
-//! read (dequeue side), both in `timercheck`. After a restart or `kill -9` the slots missed
+//! read (dequeue side), both in `timercheck`, written only when timers moved (an idle broker
+//! writes nothing). After a restart or `kill -9` the slots missed
 //! while the broker was down are read at once, so overdue timers are delivered right after
 //! start. Delivery is at least once: a crash between a delivery and the next checkpoint
 //! delivers that slot again.
@@ -41,6 +42,10 @@ struct Engine<'a> {
     progress: TimerProgress,
     /// CommitLog end of the newest delivery or roll not yet covered by the checkpoint (0: none).
     unsaved_put_end: u64,
+    /// Something the checkpoint does not cover yet: units added, timer messages read, slots
+    /// with units delivered. Moving the read time over empty slots is not worth a write: after
+    /// a restart those slots are walked again, and found empty again.
+    dirty: bool,
 }
 
 /// Runs until `shutdown` (masters with the wheel enabled).
@@ -68,6 +73,7 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         p,
         progress: TimerProgress { read_time_ms, ..recovered },
         unsaved_put_end: 0,
+        dirty: false,
     };
     info!(
         precision_ms = p,
@@ -86,10 +92,12 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         // After deliveries the checkpoint follows within DELIVERED_FLUSH: a crash re-delivers
         // at most that much.
         let since = last_flush.elapsed();
-        if since >= flush_every || (e.unsaved_put_end > 0 && since >= DELIVERED_FLUSH) {
+        if e.dirty && (since >= flush_every || (e.unsaved_put_end > 0 && since >= DELIVERED_FLUSH)) {
             last_flush = Instant::now();
             e.flush().await;
         }
+        timer.read_time_ms.store(e.progress.read_time_ms, std::sync::atomic::Ordering::Relaxed);
+        timer.queue_offset.store(e.progress.queue_offset, std::sync::atomic::Ordering::Relaxed);
         if last_clean.elapsed() >= CLEAN_INTERVAL {
             last_clean = Instant::now();
             e.clean();
@@ -97,7 +105,8 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         if shutdown.is_cancelled() {
             break;
         }
-        if read >= BATCH {
+        if read > 0 {
+            // More may be waiting (a read is capped by the store's transfer limits).
             continue;
         }
         let mut wait = (write + p - crate::store::now_ms()).clamp(1, p) as u64;
@@ -134,6 +143,7 @@ impl Engine<'_> {
             return 0;
         }
         let read = r.messages.len();
+        self.dirty |= read > 0;
         for rec in &r.messages {
             let Some(m) = crate::store::commit_log::record::decode(rec, false) else {
                 warn!(queue_offset = self.progress.queue_offset, "unreadable timer message skipped");
@@ -172,6 +182,7 @@ impl Engine<'_> {
     async fn dequeue(&mut self, write: i64, shutdown: &CancellationToken) {
         while self.progress.read_time_ms < write && !shutdown.is_cancelled() {
             let units = self.files().units(self.progress.read_time_ms);
+            self.dirty |= !units.is_empty();
             for u in units {
                 let found = self
                     .inner
@@ -250,8 +261,9 @@ impl Engine<'_> {
         }
         self.unsaved_put_end = 0;
         let written = self.files().flush(self.progress);
-        if let Err(err) = written {
-            error!(error = %err, "cannot flush the timer files");
+        match written {
+            Ok(()) => self.dirty = false,
+            Err(err) => error!(error = %err, "cannot flush the timer files"),
         }
     }
 

@@ -47,6 +47,10 @@ pub struct TimerService {
     pub recovered: Mutex<Option<TimerProgress>>,
     /// Rung when a message lands on the timer topic.
     pub arrived: Arc<Notify>,
+    /// The engine's progress, for `brokerStatus`: the next slot to deliver and the next timer
+    /// topic offset to enter into the wheel.
+    pub read_time_ms: std::sync::atomic::AtomicI64,
+    pub queue_offset: std::sync::atomic::AtomicI64,
 }
 
 impl TimerService {
@@ -75,6 +79,8 @@ impl TimerService {
             files,
             recovered: Mutex::new(recovered),
             arrived: Arc::new(Notify::new()),
+            read_time_ms: std::sync::atomic::AtomicI64::new(0),
+            queue_offset: std::sync::atomic::AtomicI64::new(0),
         })
     }
 
@@ -166,6 +172,24 @@ impl TimerService {
         use std::hash::{BuildHasher, Hasher};
         let roll = (std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000) as f64;
         roll > 1000.0 * (n - c) as f64 / (c as f64 + 0.1)
+    }
+}
+
+impl TimerService {
+    /// GET_TIMER_CHECK_POINT's body (`None` without a timer store, as on a slave).
+    pub fn checkpoint(&self) -> Option<Vec<u8>> {
+        Some(self.files.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).checkpoint_bytes())
+    }
+
+    /// `timerReadBehind` (seconds) and `timerOffsetBehind` (messages) of GET_BROKER_RUNTIME_INFO.
+    pub fn behind(&self, timer_queue_max: i64) -> Option<(i64, i64)> {
+        self.files.as_ref()?;
+        let read = self.read_time_ms.load(std::sync::atomic::Ordering::Relaxed);
+        if read == 0 {
+            return Some((0, timer_queue_max));
+        }
+        let offset = self.queue_offset.load(std::sync::atomic::Ordering::Relaxed);
+        Some(((crate::store::now_ms() - read).max(0) / 1000, (timer_queue_max - offset).max(0)))
     }
 }
 

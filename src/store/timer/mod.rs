@@ -161,6 +161,11 @@ impl TimerFiles {
         c.flush().map_err(StoreError::io("flush timercheck"))
     }
 
+    /// `timercheck` as Java's slaves fetch it (GET_TIMER_CHECK_POINT): its first 56 bytes.
+    pub fn checkpoint_bytes(&self) -> Vec<u8> {
+        self.checkpoint[..56].to_vec()
+    }
+
     /// Deletes timer-log segments whose messages the CommitLog no longer holds.
     pub fn delete_expired(&self, commit_log_min_offset: i64) -> Result<usize, StoreError> {
         self.log.delete_expired(commit_log_min_offset)
