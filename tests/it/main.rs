@@ -4,6 +4,7 @@ mod admin;
 mod bad_input;
 mod bench;
 mod broker;
+mod broker_harness;
 mod config_files;
 mod crash;
 mod golden;
