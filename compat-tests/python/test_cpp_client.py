@@ -51,6 +51,13 @@ def consumer(ferrocket, topic, rec):
     return c
 
 
+def producer(ferrocket, group):
+    p = Producer(group)
+    p.set_namesrv_addr(ferrocket.namesrv)
+    p.start()
+    return p
+
+
 def as_text(v):
     return v.decode() if isinstance(v, bytes) else v
 
@@ -60,9 +67,7 @@ def test_sync_send_then_push_consume_each_message_once(ferrocket):
     ferrocket.create_topic(topic)
     rec = Received()
     c = consumer(ferrocket, topic, rec)
-    p = Producer(f"py-pg-{RUN}")
-    p.set_namesrv_addr(ferrocket.namesrv)
-    p.start()
+    p = producer(ferrocket, f"py-pg-{RUN}")
     try:
         keys = [f"k{i}" for i in range(20)]
         for k in keys:
@@ -124,9 +129,7 @@ def test_a_timer_property_delays_delivery(ferrocket):
     ferrocket.create_topic(topic)
     rec = Received()
     c = consumer(ferrocket, topic, rec)
-    p = Producer(f"py-timer-pg-{RUN}")
-    p.set_namesrv_addr(ferrocket.namesrv)
-    p.start()
+    p = producer(ferrocket, f"py-timer-pg-{RUN}")
     try:
         m = message(topic, "timer", "in two seconds")
         m.set_property("TIMER_DELAY_SEC", "2")

@@ -173,25 +173,25 @@ impl MessageStore {
             self.inner.group_commit.wake();
             return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
         }
-        let done = self.inner.group_commit.request(append.end_offset);
-        let status = match tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await {
+        let status = self.wait_flushed(append.end_offset).await;
+        PutMessageResult { status, append: Some(append) }
+    }
+
+    /// Under SYNC_FLUSH, returns once the CommitLog is on disk up to `end_offset`: PUT_OK,
+    /// FlushDiskTimeout after `syncFlushTimeout`, ServiceNotAvailable if flushing failed. Under
+    /// ASYNC_FLUSH, PUT_OK at once.
+    pub async fn wait_flushed(&self, end_offset: u64) -> PutStatus {
+        if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush || self.flushed_offset() >= end_offset {
+            return PutStatus::PutOk;
+        }
+        let done = self.inner.group_commit.request(end_offset);
+        match tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await {
             Ok(Ok(true)) => PutStatus::PutOk,
             Ok(Ok(false)) | Ok(Err(_)) => PutStatus::ServiceNotAvailable(
                 self.inner.poisoned().unwrap_or_else(|| "the store stopped before the message was flushed".into()),
             ),
             Err(_) => PutStatus::FlushDiskTimeout,
-        };
-        PutMessageResult { status, append: Some(append) }
-    }
-
-    /// Under SYNC_FLUSH, returns once the CommitLog is on disk up to `end_offset` (`false` if the
-    /// flush failed or took longer than `syncFlushTimeout`); under ASYNC_FLUSH at once, `true`.
-    pub async fn wait_flushed(&self, end_offset: u64) -> bool {
-        if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush || self.flushed_offset() >= end_offset {
-            return true;
         }
-        let done = self.inner.group_commit.request(end_offset);
-        matches!(tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await, Ok(Ok(true)))
     }
 
     /// The synchronous part of a put: checks, then the CommitLog append.

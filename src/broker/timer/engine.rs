@@ -52,12 +52,10 @@ struct Engine<'a> {
 pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
     let timer = &inner.timer;
     let Some(files) = timer.files.as_ref() else { return };
-    let recovered = timer
-        .recovered
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-        .unwrap_or(TimerProgress { read_time_ms: 0, queue_offset: 0 });
+    let recovered = TimerProgress {
+        read_time_ms: timer.read_time_ms.load(std::sync::atomic::Ordering::Relaxed),
+        queue_offset: timer.queue_offset.load(std::sync::atomic::Ordering::Relaxed),
+    };
     let p = timer.precision_ms;
     let write = crate::store::now_ms() / p * p;
     // Java: never further back than one lap (minus a minute) of the wheel.
@@ -255,7 +253,7 @@ impl Engine<'_> {
     /// Writes the files and the current progress. Under SYNC_FLUSH the deliveries the progress
     /// covers are on disk first, so a power loss cannot lose a timer the checkpoint calls done.
     async fn flush(&mut self) {
-        if self.unsaved_put_end > 0 && !self.inner.store.wait_flushed(self.unsaved_put_end).await {
+        if self.unsaved_put_end > 0 && self.inner.store.wait_flushed(self.unsaved_put_end).await != PutStatus::PutOk {
             warn!("the CommitLog is not flushed; the timer checkpoint waits");
             return;
         }

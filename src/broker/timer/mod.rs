@@ -43,12 +43,11 @@ pub struct TimerService {
     pub flush_interval_ms: u64,
     /// The wheel and log; `None` when the wheel is disabled or on a slave.
     pub files: Option<Mutex<TimerFiles>>,
-    /// Where recovery left off, taken by the engine when it starts.
-    pub recovered: Mutex<Option<TimerProgress>>,
     /// Rung when a message lands on the timer topic.
     pub arrived: Arc<Notify>,
-    /// The engine's progress, for `brokerStatus`: the next slot to deliver and the next timer
-    /// topic offset to enter into the wheel.
+    /// The engine's progress (where recovery left off until it starts), for `brokerStatus`: the
+    /// next slot to deliver (0: a fresh store) and the next timer topic offset to enter into the
+    /// wheel.
     pub read_time_ms: std::sync::atomic::AtomicI64,
     pub queue_offset: std::sync::atomic::AtomicI64,
 }
@@ -57,11 +56,11 @@ impl TimerService {
     /// Opens the timer files (masters with `timerWheelEnable`).
     pub fn open(config: &BrokerConfig) -> Result<Self, StoreError> {
         let precision_ms = config.timer_precision();
-        let mut recovered = None;
+        let mut recovered = TimerProgress { read_time_ms: 0, queue_offset: 0 };
         let files = if config.timer_wheel_enable && !config.is_slave() {
             let (files, progress) =
                 TimerFiles::open(&config.store_path_root_dir, precision_ms, config.mapped_file_size_timer_log)?;
-            recovered = Some(progress);
+            recovered = progress;
             Some(Mutex::new(files))
         } else {
             None
@@ -77,10 +76,9 @@ impl TimerService {
             congest_per_slot: config.timer_congest_num_each_slot,
             flush_interval_ms: config.timer_flush_interval_ms.max(10),
             files,
-            recovered: Mutex::new(recovered),
             arrived: Arc::new(Notify::new()),
-            read_time_ms: std::sync::atomic::AtomicI64::new(0),
-            queue_offset: std::sync::atomic::AtomicI64::new(0),
+            read_time_ms: recovered.read_time_ms.into(),
+            queue_offset: recovered.queue_offset.into(),
         })
     }
 
@@ -173,9 +171,7 @@ impl TimerService {
         let roll = (std::collections::hash_map::RandomState::new().build_hasher().finish() % 1000) as f64;
         roll > 1000.0 * (n - c) as f64 / (c as f64 + 0.1)
     }
-}
 
-impl TimerService {
     /// GET_TIMER_CHECK_POINT's body (`None` without a timer store, as on a slave).
     pub fn checkpoint(&self) -> Option<Vec<u8>> {
         Some(self.files.as_ref()?.lock().unwrap_or_else(|e| e.into_inner()).checkpoint_bytes())
@@ -185,11 +181,9 @@ impl TimerService {
     pub fn behind(&self, timer_queue_max: i64) -> Option<(i64, i64)> {
         self.files.as_ref()?;
         let read = self.read_time_ms.load(std::sync::atomic::Ordering::Relaxed);
-        if read == 0 {
-            return Some((0, timer_queue_max));
-        }
+        let read_behind = if read == 0 { 0 } else { (crate::store::now_ms() - read).max(0) / 1000 };
         let offset = self.queue_offset.load(std::sync::atomic::Ordering::Relaxed);
-        Some(((crate::store::now_ms() - read).max(0) / 1000, (timer_queue_max - offset).max(0)))
+        Some((read_behind, (timer_queue_max - offset).max(0)))
     }
 }
 
