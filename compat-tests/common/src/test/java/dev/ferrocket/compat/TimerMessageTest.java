@@ -61,6 +61,9 @@ class TimerMessageTest {
         if (producer != null) {
             Clients.shutdownInBackground("timer producer", producer::shutdown);
         }
+        if (reader != null) {
+            Clients.shutdownInBackground("timer reader", reader::shutdown);
+        }
         if (env != null) {
             env.close();
         }
@@ -177,6 +180,7 @@ class TimerMessageTest {
             }
             assertNotNull(got.get("t-10s").get(0).getProperty("TIMER_ROLL_TIMES"),
                 "a 10 s timer is past the 5 s roll window: it was rolled");
+            checkTimerProgressAsJavaToolsReadIt();
             for (Timed t : atOnce) {
                 assertEquals(1, got.get(t.key()).size(), "deliveries of " + t.key());
                 checkDelivered(topic, t, got.get(t.key()).get(0));
@@ -185,6 +189,37 @@ class TimerMessageTest {
         } finally {
             Clients.shutdownInBackground("timer reader", reader::shutdown);
         }
+    }
+
+    DefaultMQPullConsumer reader;
+
+    DefaultMQPullConsumer reader() throws Exception {
+        if (reader == null) {
+            reader = Clients.pull(env.namesrvAddr(), Compat.unique("timer-max-reader"));
+        }
+        return reader;
+    }
+
+    /**
+     * What a Java slave copies from its master every 3 s (GET_TIMER_CHECK_POINT, 60: the 56 bytes
+     * of {@code timercheck}) and what {@code mqadmin brokerStatus} shows (timerReadBehind,
+     * timerOffsetBehind), after the timers above were delivered.
+     */
+    void checkTimerProgressAsJavaToolsReadIt() throws Exception {
+        try (BrokerRpc rpc = new BrokerRpc()) {
+            var r = rpc.invoke(env.brokerAddr(), 60, Map.of(), null);
+            assertEquals(0, r.getCode(), "GET_TIMER_CHECK_POINT: " + r.getRemark());
+            assertEquals(56, r.getBody().length, "timercheck bytes");
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(r.getBody());
+            long lastReadTimeMs = b.getLong(0);
+            long now = System.currentTimeMillis();
+            assertTrue(lastReadTimeMs % 1000 == 0 && lastReadTimeMs <= now && lastReadTimeMs > now - 60_000,
+                "lastReadTimeMs " + lastReadTimeMs + " at " + now);
+            assertTrue(b.getLong(16) >= 3, "lastTimerQueueOffset " + b.getLong(16) + ": three timers were entered");
+        }
+        var stats = env.admin().fetchBrokerRuntimeStats(env.brokerAddr()).getTable();
+        assertTrue(stats.containsKey("timerReadBehind") && stats.containsKey("timerOffsetBehind"), stats.toString());
+        assertEquals("0", stats.get("timerOffsetBehind"), "every timer message was entered into the wheel");
     }
 
     @Test
@@ -197,6 +232,13 @@ class TimerMessageTest {
             () -> producer.send(m, new MessageQueue(topic, env.brokerName(), 0)));
         assertEquals(13, e.getResponseCode(), "MESSAGE_ILLEGAL: " + e.getErrorMessage());
         assertTrue(e.getErrorMessage().contains("max delay 259200000ms"), e.getErrorMessage());
+        // A value that is not a number (no client API writes one; set under the API's back).
+        Message notANumber = Clients.message(topic, "TagTimer", "nan", "body");
+        org.apache.rocketmq.common.message.MessageAccessor.putProperty(notANumber, "TIMER_DELAY_SEC", "soon");
+        MQBrokerException nan = assertThrows(MQBrokerException.class,
+            () -> producer.send(notANumber, new MessageQueue(topic, env.brokerName(), 0)));
+        assertEquals(13, nan.getResponseCode(), "MESSAGE_ILLEGAL: " + nan.getErrorMessage());
+        assertEquals(0L, FeatureClients.readTopic(reader(), topic).size(), "nothing refused was stored on " + topic);
         Timed max = send(topic, 0, "max", "TIMER_DELAY_SEC", 259_000, 0);
         assertEquals(SendStatus.SEND_OK, max.result().getSendStatus(), "a delay within the maximum");
         checkParked(topic, max);
