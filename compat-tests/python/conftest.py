@@ -6,6 +6,7 @@ library: the only build of the C++ client a registry serves.
 """
 
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -108,3 +109,5 @@ def ferrocket():
     rc = f.stop() or f.proc.returncode
     assert rc == 0, f"ferrocket exited {rc} on SIGTERM; log {root}/ferrocket.log"
     assert not errors, f"ERROR lines in {root}/ferrocket.log: {errors[:3]}"
+    # Kept for inspection when something above failed; a passing run leaves nothing in /tmp.
+    shutil.rmtree(root, ignore_errors=True)
