@@ -1,18 +1,23 @@
-//! ferrocket: an Apache RocketMQ compatible NameServer and Broker.
+//! ferrocket: an Apache RocketMQ compatible NameServer and Broker, with a Kafka front end over
+//! the same store.
 //!
 //! ```text
 //!            model  <-  protocol  <-  remoting  <-  namesrv, broker
-//!            model  <-  store     <-  ha, broker
+//!            model  <-  store     <-  ha, meta, broker, kafka
+//!            model, store  <-  meta (broker.conf, topics, groups, offsets, arrivals)  <-  broker, kafka
+//!            kafka (Kafka codec and handlers)  <-  broker (starts it beside the RocketMQ listener)
 //!            filter (SQL92 selectors: std and nom only)  <-  store, broker
 //! ```
 //! Arrows point from a user to what it may import. `store` never sees wire types, so another
-//! front end can share it.
+//! front end can share it; `kafka` never imports the RocketMQ codec or handlers.
 #![deny(unsafe_code)]
 
 pub mod broker;
 pub mod config;
 pub mod filter;
 pub mod ha;
+pub mod kafka;
+pub mod meta;
 pub mod model;
 pub mod namesrv;
 pub mod persist;

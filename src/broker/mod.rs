@@ -2,30 +2,28 @@
 //! consumer offsets and groups, registers with the NameServers.
 //!
 //! May import: `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
-//! `crate::config`, `crate::persist`. `convert.rs` is the only bridge between wire and store types.
+//! `crate::config`, `crate::persist`, `crate::meta` (topics, groups, offsets, config, arrivals:
+//! shared with the Kafka front end) and `crate::kafka` (started beside the RocketMQ listener).
+//! `convert.rs` is the only bridge between wire and store types.
 //!
 //! ```text
 //! client --SEND_MESSAGE_V2--> processor/send.rs --MessageToStore--> store (CommitLog)
 //! client --PULL_MESSAGE-----> processor/pull.rs <--records (mmap, zero copy)-- store
 //!                                   ^ held until the store's dispatcher signals the queue (hold.rs)
-//! <root>/config/topics.json, subscriptionGroup.json, consumerOffset.json   (written atomically)
 //! ```
 
 pub mod client;
-pub mod config;
+pub use crate::meta::live::LiveConfig;
+pub use crate::meta::{config, hold, offset, subscription, topic};
 pub mod convert;
 pub mod filter;
-pub mod hold;
 pub mod lock;
-pub mod offset;
 pub mod processor;
 pub mod register;
 pub mod schedule;
 pub mod slave_sync;
 pub mod stats;
-pub mod subscription;
 pub mod timer;
-pub mod topic;
 pub mod transaction;
 
 use std::net::SocketAddr;
@@ -60,9 +58,9 @@ pub enum StartError {
 pub struct BrokerInner {
     pub config: BrokerConfig,
     pub store: Arc<MessageStore>,
-    pub topics: topic::TopicConfigManager,
-    pub groups: subscription::SubscriptionGroupManager,
-    pub offsets: offset::ConsumerOffsetManager,
+    pub topics: Arc<topic::TopicConfigManager>,
+    pub groups: Arc<subscription::SubscriptionGroupManager>,
+    pub offsets: Arc<offset::ConsumerOffsetManager>,
     pub consumers: client::ConsumerManager,
     pub producers: client::ProducerManager,
     pub hold: Arc<hold::PullHold>,
@@ -73,7 +71,7 @@ pub struct BrokerInner {
     /// Timer messages (`TIMER_DELAY_SEC`/`TIMER_DELAY_MS`/`TIMER_DELIVER_MS`).
     pub timer: timer::TimerService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
-    pub live: LiveConfig,
+    pub live: Arc<LiveConfig>,
     /// Master roles: streams the CommitLog to slaves.
     pub ha_service: Option<Arc<crate::ha::HaService>>,
     /// Slave role: replicates from the master.
@@ -85,7 +83,7 @@ pub struct BrokerInner {
     pub master_addr: std::sync::Mutex<Option<String>>,
     /// `brokerIP1:listenPort`, written into every stored message and message id.
     pub store_host: SocketAddr,
-    pub register_now: Notify,
+    pub register_now: Arc<Notify>,
     pub outbound: RemotingClient<NoCallbacks>,
     /// Sends in progress; a send that cannot get a permit in time is answered SYSTEM_BUSY.
     pub send_permits: Semaphore,
@@ -139,37 +137,6 @@ impl BrokerInner {
     }
 }
 
-/// Broker settings that admin may change while the broker runs (UPDATE_BROKER_CONFIG).
-pub struct LiveConfig {
-    broker_permission: std::sync::atomic::AtomicI32,
-    auto_create_topic_enable: std::sync::atomic::AtomicBool,
-}
-
-impl LiveConfig {
-    fn new(c: &BrokerConfig) -> Self {
-        Self {
-            broker_permission: c.broker_permission.into(),
-            auto_create_topic_enable: c.auto_create_topic_enable.into(),
-        }
-    }
-
-    pub fn broker_permission(&self) -> i32 {
-        self.broker_permission.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    pub fn auto_create_topic_enable(&self) -> bool {
-        self.auto_create_topic_enable.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    pub fn set_broker_permission(&self, v: i32) {
-        self.broker_permission.store(v, std::sync::atomic::Ordering::Release);
-    }
-
-    pub fn set_auto_create_topic_enable(&self, v: bool) {
-        self.auto_create_topic_enable.store(v, std::sync::atomic::Ordering::Release);
-    }
-}
-
 /// A bound broker, not yet serving.
 pub struct Broker {
     server: RemotingServer,
@@ -177,6 +144,8 @@ pub struct Broker {
     /// and by clients with sendMessageWithVIPChannel.
     vip_server: Option<RemotingServer>,
     ha_listener: Option<tokio::net::TcpListener>,
+    /// `kafkaListenPort` on a master: the Kafka front end over the same store.
+    kafka: Option<(Arc<crate::kafka::Kafka>, tokio::net::TcpListener)>,
     inner: Arc<BrokerInner>,
 }
 
@@ -247,13 +216,13 @@ impl Broker {
             TaskTracker::new(),
             CancellationToken::new(),
         );
-        let live = LiveConfig::new(&config);
+        let live = Arc::new(LiveConfig::new(&config));
         let inner = Arc::new(BrokerInner {
             config,
             store,
-            topics,
-            groups,
-            offsets,
+            topics: Arc::new(topics),
+            groups: Arc::new(groups),
+            offsets: Arc::new(offsets),
             consumers: client::ConsumerManager::default(),
             producers: client::ProducerManager::default(),
             hold,
@@ -268,7 +237,7 @@ impl Broker {
             schedule,
             timer,
             store_host,
-            register_now: Notify::new(),
+            register_now: Arc::new(Notify::new()),
             outbound,
             send_permits: Semaphore::new(1024),
             topics_learned: Notify::new(),
@@ -288,7 +257,8 @@ impl Broker {
                 inner.learn_topic(&topic, queue_id);
             }
         }
-        Ok(Self { server, vip_server, ha_listener, inner })
+        let kafka = bind_kafka(&inner).await?;
+        Ok(Self { server, vip_server, ha_listener, kafka, inner })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -360,6 +330,9 @@ impl Broker {
                 }
             }
         }
+        if let Some((kafka, listener)) = self.kafka {
+            tracker.spawn(kafka.serve(listener, shutdown.clone(), tracker.clone()));
+        }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         if let Some(vip) = self.vip_server {
             tracker.spawn(vip.serve(processor.clone(), shutdown.clone(), tracker.clone()));
@@ -379,6 +352,36 @@ impl Broker {
         }
         info!(addr, "ferrocket broker stopped");
     }
+}
+
+/// The Kafka listener (`kafkaListenPort`, masters only) and its handlers' state.
+async fn bind_kafka(
+    inner: &Arc<BrokerInner>,
+) -> Result<Option<(Arc<crate::kafka::Kafka>, tokio::net::TcpListener)>, StartError> {
+    let c = &inner.config;
+    if c.kafka_listen_port == 0 {
+        return Ok(None);
+    }
+    if c.is_slave() {
+        info!(port = c.kafka_listen_port, "kafkaListenPort ignored on a slave: Kafka clients use the master");
+        return Ok(None);
+    }
+    let shared = crate::kafka::Shared {
+        config: c.clone(),
+        store: inner.store.clone(),
+        topics: inner.topics.clone(),
+        offsets: inner.offsets.clone(),
+        hold: inner.hold.clone(),
+        live: inner.live.clone(),
+        ha: inner.ha_service.clone(),
+        topics_changed: inner.register_now.clone(),
+        store_host: inner.store_host,
+        closing: inner.closing.clone(),
+    };
+    let kafka = crate::kafka::Kafka::new(shared).map_err(|why| StartError::Config { what: "Kafka listener", why })?;
+    let addr = format!("{}:{}", c.bind_address, c.kafka_listen_port);
+    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Bind { addr, source })?;
+    Ok(Some((kafka, listener)))
 }
 
 /// At shutdown, after every request task ended. Failed writes are logged by the writers.

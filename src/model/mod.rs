@@ -11,11 +11,12 @@
 //! (the JSON shapes of `config/topics.json` and of the broker's registration body)
 
 pub mod group;
+pub mod json;
 pub mod message;
 pub mod perm;
 mod topic;
 
-pub use topic::{DataVersion, TopicConfig, TopicFilterType, DEFAULT_TOPIC};
+pub use topic::{DataVersion, TopicConfig, TopicFilterType, DEFAULT_TOPIC, TIMER_TOPIC};
 
 /// Members of a Java JSON object that ferrocket does not model (a newer release's, or ones it
 /// has no use for, such as a 5.x group's `groupRetryPolicy`): kept as read and written back, so

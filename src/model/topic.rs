@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 /// The topic a producer names as `defaultTopic` to have a topic auto-created (`TopicValidator`).
 pub const DEFAULT_TOPIC: &str = "TBW102";
 
+/// `TimerMessageStore.TIMER_TOPIC`: where timer messages wait for their time.
+pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TopicFilterType {
     #[default]

@@ -133,3 +133,36 @@ fn remoting_does_not_reach_into_servers() {
 fn tools_are_clients_not_servers() {
     assert_imports_nothing_of("tools", &["broker", "namesrv", "ha"]);
 }
+
+#[test]
+fn shared_metadata_imports_no_front_end_and_no_codec() {
+    assert_imports_nothing_of("meta", &["protocol", "remoting", "namesrv", "broker", "kafka", "ha", "tools"]);
+    assert_no_kafka_codec_in(&["meta"]);
+}
+
+fn assert_no_kafka_codec_in(areas: &[&str]) {
+    for area in areas {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(area);
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(!text.contains("kafka_protocol"), "{} uses the Kafka codec", file.display());
+        }
+    }
+}
+
+#[test]
+fn kafka_front_end_never_reaches_into_the_rocketmq_side() {
+    assert_imports_nothing_of("kafka", &["protocol", "remoting", "namesrv", "broker", "tools"]);
+}
+
+#[test]
+fn the_rocketmq_side_never_uses_the_kafka_codec() {
+    assert_no_kafka_codec_in(&["broker", "protocol", "remoting", "namesrv", "store", "model"]);
+}
+
+#[test]
+fn the_frame_limit_default_is_the_codecs() {
+    assert_eq!(ferrocket::meta::config::DEFAULT_MAX_FRAME, ferrocket::protocol::frame::DEFAULT_MAX_FRAME);
+}

@@ -28,8 +28,7 @@ use crate::protocol::ResponseCode;
 use crate::store::timer::{TimerFiles, TimerProgress};
 use crate::store::StoreError;
 
-/// `TimerMessageStore.TIMER_TOPIC`.
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+pub use crate::model::TIMER_TOPIC;
 
 /// Why a timer message was refused: the response code and remark Java gives.
 pub type Refusal = (ResponseCode, String);

@@ -2,7 +2,7 @@
 
 pub mod admin;
 pub mod client;
-pub mod json;
+pub use crate::model::json;
 pub mod message;
 pub mod register;
 pub mod route;

@@ -10,6 +10,10 @@ use tracing::{info, warn};
 use crate::config::{config_struct, home_dir, read_properties, ConfigError};
 use crate::store::{FlushDiskType, StoreConfig};
 
+/// The remoting frame limit Java uses by default (16 MiB; `protocol::frame::DEFAULT_MAX_FRAME`,
+/// which a test in `broker` keeps equal).
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+
 config_struct! {
     /// Broker configuration.
     pub struct BrokerConfig {
@@ -109,8 +113,14 @@ config_struct! {
         timer_congest_num_each_slot: i64 = i64::from(i32::MAX) => "timerCongestNumEachSlot",
         message_delay_level: String = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".into() => "messageDelayLevel",
         // ferrocket
-        frame_max_length: usize = crate::protocol::frame::DEFAULT_MAX_FRAME => "frameMaxLength",
+        frame_max_length: usize = DEFAULT_MAX_FRAME => "frameMaxLength",
         max_connections: usize = 10_000 => "maxConnections",
+        /// The Kafka listener (0: off). Masters only.
+        kafka_listen_port: u16 = 0 => "kafkaListenPort",
+        /// `host:port` Kafka clients are told to connect to (default brokerIP1:kafkaListenPort).
+        kafka_advertised_address: String = String::new() => "kafkaAdvertisedAddress",
+        /// Kafka `num.partitions`: queues of a topic a Kafka client auto-creates.
+        kafka_num_partitions: i32 = 4 => "kafkaNumPartitions",
     }
 }
 

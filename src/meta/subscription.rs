@@ -48,7 +48,7 @@ const PRESET_GROUPS: &[&str] = &[
 impl SubscriptionGroupManager {
     pub fn load(config: &BrokerConfig) -> Result<Self, String> {
         let path = config.config_dir().join("subscriptionGroup.json");
-        let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<GroupsFile>(b).map_err(|e| e.to_string());
+        let parse = |b: &[u8]| crate::model::json::from_slice::<GroupsFile>(b).map_err(|e| e.to_string());
         let mut file = crate::persist::load(&path, parse)?.unwrap_or_default();
         for g in PRESET_GROUPS {
             file.subscription_group_table.entry((*g).to_owned()).or_insert_with(|| SubscriptionGroupConfig::named(g));

@@ -40,7 +40,7 @@ fn key(topic: &str, group: &str) -> String {
 impl ConsumerOffsetManager {
     pub fn load(config: &BrokerConfig) -> Result<Self, String> {
         let path = config.config_dir().join("consumerOffset.json");
-        let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<OffsetsFile>(b).map_err(|e| e.to_string());
+        let parse = |b: &[u8]| crate::model::json::from_slice::<OffsetsFile>(b).map_err(|e| e.to_string());
         let file = crate::persist::load(&path, parse)?.unwrap_or_default();
         let table = Arc::new(Mutex::new(file.offset_table));
         let source = table.clone();
@@ -114,8 +114,7 @@ impl ConsumerOffsetManager {
 
     /// Slave: merges the master's offsets over its own.
     pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
-        let file: OffsetsFile =
-            crate::protocol::body::json::from_slice(body).map_err(|e| format!("consumer offsets: {e}"))?;
+        let file: OffsetsFile = crate::model::json::from_slice(body).map_err(|e| format!("consumer offsets: {e}"))?;
         let mut table = self.table();
         for (k, queues) in file.offset_table {
             table.entry(k).or_default().extend(queues);

@@ -102,7 +102,7 @@ impl TopicConfigManager {
     /// Loads `config/topics.json` and adds the system topics (`TopicConfigManager` constructor).
     pub fn load(config: &BrokerConfig) -> Result<Self, String> {
         let path = config.config_dir().join("topics.json");
-        let parse = |b: &[u8]| crate::protocol::body::json::from_slice::<TopicsFile>(b).map_err(|e| e.to_string());
+        let parse = |b: &[u8]| crate::model::json::from_slice::<TopicsFile>(b).map_err(|e| e.to_string());
         let mut file = crate::persist::load(&path, parse)?.unwrap_or_default();
         let rw = perm::READ | perm::WRITE;
         let inherit_rw = perm::INHERIT | rw;
@@ -121,7 +121,7 @@ impl TopicConfigManager {
             topic("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, rw),
         ];
         if config.timer_wheel_enable {
-            system.push(topic(crate::broker::timer::TIMER_TOPIC, 1, rw));
+            system.push(topic(crate::model::TIMER_TOPIC, 1, rw));
         }
         if config.auto_create_topic_enable {
             system.push(topic(DEFAULT_TOPIC, config.default_topic_queue_nums, inherit_rw));

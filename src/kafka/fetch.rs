@@ -1,0 +1,195 @@
+//! Fetch v4-12 (no fetch sessions: session id 0, every response lists exactly the requested
+//! partitions) and ListOffsets v1-7.
+//!
+//! A fetch reads each partition's queue from `fetch_offset` and rebuilds v2 batches (one per run
+//! of consecutive offsets, uncompressed) up to `partition_max_bytes` and the request's
+//! `max_bytes`; the first partition with data returns at least one record whatever the limits
+//! (KIP-74). With fewer than `min_bytes` it parks on the queues' arrival signals (the store's
+//! dispatcher rings them, as for RocketMQ long polling) until data comes or `max_wait_ms` ends.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
+use tokio::sync::Notify;
+
+use super::conn::{reply, Reply, Request};
+use super::records::{self, error};
+use super::{mapping, Kafka};
+use crate::model::perm;
+use crate::store::commit_log::record;
+use crate::store::AcceptAll;
+
+/// Kafka's `fetch.max.bytes`: the most a response carries, whatever the client asks.
+const FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
+
+pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
+    let max_bytes = usize::try_from(r.max_bytes).unwrap_or(0).min(FETCH_MAX_BYTES);
+    let min_bytes = usize::try_from(r.min_bytes).unwrap_or(0).min(max_bytes);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
+    let read_committed = r.isolation_level == 1;
+    loop {
+        let signals: Vec<Arc<Notify>> = r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| k.shared.hold.signal(&t.topic.0, p.partition)))
+            .collect();
+        let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
+            signals.iter().map(|s| Box::pin(s.notified())).collect();
+        for w in &mut waits {
+            w.as_mut().enable();
+        }
+        let mut budget = max_bytes;
+        let mut any_data = false;
+        let mut any_error = false;
+        let mut topics = Vec::with_capacity(r.topics.len());
+        for t in &r.topics {
+            let mut parts = Vec::with_capacity(t.partitions.len());
+            for p in &t.partitions {
+                let limit = usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget);
+                let mut data = read_partition(k, &t.topic.0, p.partition, p.fetch_offset, limit, !any_data);
+                if data.error_code != error::NONE {
+                    any_error = true;
+                }
+                let n = data.records.as_ref().map_or(0, |b| b.len());
+                if n > 0 {
+                    any_data = true;
+                }
+                budget = budget.saturating_sub(n);
+                if !read_committed {
+                    data = data.with_aborted_transactions(None);
+                }
+                parts.push(data);
+            }
+            topics.push(FetchableTopicResponse::default().with_topic(t.topic.clone()).with_partitions(parts));
+        }
+        let bytes = max_bytes - budget;
+        let now = tokio::time::Instant::now();
+        if bytes >= min_bytes.max(1)
+            || any_error
+            || now >= deadline
+            || waits.is_empty()
+            || k.shared.closing.is_cancelled()
+        {
+            return reply(req, &FetchResponse::default().with_session_id(0).with_responses(topics));
+        }
+        tokio::select! {
+            _ = futures_util::future::select_all(waits) => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = k.shared.closing.cancelled() => {}
+        }
+    }
+}
+
+/// One partition's answer: records from `offset`, at most `limit` bytes unless `first`.
+fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: usize, first: bool) -> PartitionData {
+    let s = &k.shared;
+    let mut out = PartitionData::default().with_partition_index(partition);
+    let Some(view) = s.topics.view(topic).filter(|v| partition >= 0 && partition < v.read_queue_nums) else {
+        return out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_high_watermark(-1);
+    };
+    if !perm::is_readable(view.perm) {
+        return out.with_error_code(error::TOPIC_AUTHORIZATION_FAILED).with_high_watermark(-1);
+    }
+    let (min, max) = (s.store.min_offset_in_queue(topic, partition), s.store.max_offset_in_queue(topic, partition));
+    out = out.with_high_watermark(max).with_last_stable_offset(max).with_log_start_offset(min);
+    if offset < min || offset > max {
+        return out.with_error_code(error::OFFSET_OUT_OF_RANGE);
+    }
+    let mut batch = BytesMut::new();
+    let mut run: Vec<records::Record> = Vec::new();
+    let mut run_base = offset;
+    let mut next = offset;
+    let mut taken = 0usize;
+    'read: while next < max {
+        let room = if first && taken == 0 { usize::MAX } else { limit.saturating_sub(taken) };
+        if room == 0 {
+            break;
+        }
+        // The store always returns at least one message, however large.
+        let got = s.store.get_message(topic, partition, next, 256, room.min(FETCH_MAX_BYTES), &AcceptAll);
+        if got.messages.is_empty() {
+            if got.next_begin_offset > next && got.next_begin_offset <= max {
+                next = got.next_begin_offset; // a gap (deleted units): skip it
+                continue;
+            }
+            break;
+        }
+        for slice in &got.messages {
+            let Some(m) = record::decode(slice, false) else { continue };
+            if (taken > 0 || !first) && taken + slice.len() > limit {
+                break 'read;
+            }
+            if run.is_empty() {
+                run_base = m.queue_offset;
+            } else if m.queue_offset != run_base + run.len() as i64 {
+                records::write_batch(&mut batch, run_base, &run);
+                run.clear();
+                run_base = m.queue_offset;
+            }
+            taken += slice.len();
+            run.push(mapping::to_record(&m));
+            next = m.queue_offset + 1;
+        }
+        next = next.max(got.next_begin_offset);
+    }
+    if !run.is_empty() {
+        records::write_batch(&mut batch, run_base, &run);
+    }
+    out.with_records(Some(batch.freeze()))
+}
+
+/// -2 earliest, -1 latest (the high watermark), -3 the newest record (v7+), otherwise the
+/// first offset stored at or after the time.
+pub fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Reply {
+    let s = &k.shared;
+    let mut topics = Vec::with_capacity(r.topics.len());
+    for t in r.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let q = p.partition_index;
+            let resp = ListOffsetsPartitionResponse::default().with_partition_index(q).with_leader_epoch(-1);
+            let known = s.topics.view(&t.name.0).is_some_and(|v| q >= 0 && q < v.read_queue_nums);
+            let resp = if !known {
+                resp.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_timestamp(-1).with_offset(-1)
+            } else {
+                let (min, max) = (s.store.min_offset_in_queue(&t.name.0, q), s.store.max_offset_in_queue(&t.name.0, q));
+                let (offset, ts) = match p.timestamp {
+                    -2 => (min, -1),
+                    -1 => (max, -1),
+                    -3 if req.version >= 7 => match born_time(k, &t.name.0, q, max - 1) {
+                        Some(ts) => (max - 1, ts),
+                        None => (-1, -1),
+                    },
+                    t_ms if t_ms >= 0 => {
+                        let o = s.store.offset_in_queue_by_time(&t.name.0, q, t_ms);
+                        match born_time(k, &t.name.0, q, o).filter(|_| o < max) {
+                            Some(ts) => (o, ts),
+                            None => (-1, -1),
+                        }
+                    }
+                    _ => {
+                        parts.push(resp.with_error_code(error::UNSUPPORTED_VERSION).with_timestamp(-1).with_offset(-1));
+                        continue;
+                    }
+                };
+                resp.with_offset(offset).with_timestamp(ts)
+            };
+            parts.push(resp);
+        }
+        topics.push(ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(parts));
+    }
+    reply(req, &ListOffsetsResponse::default().with_topics(topics))
+}
+
+fn born_time(k: &Kafka, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+    if offset < 0 {
+        return None;
+    }
+    let got = k.shared.store.get_message(topic, queue_id, offset, 1, usize::MAX, &AcceptAll);
+    got.messages.first().and_then(|m| record::decode(m, false)).map(|m| m.born_timestamp)
+}

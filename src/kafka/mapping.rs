@@ -1,0 +1,287 @@
+//! One Kafka record = one stored message, readable by RocketMQ consumers, and back.
+//!
+//! ```text
+//! Kafka record                         stored message
+//! key: UTF-8, no blanks          <->   KEYS (indexed: queryMsgByKey finds it)
+//! key: anything else             <->   KAFKA_KEY = base64(key)
+//! value                          <->   body (null: empty body + KAFKA_NULL_VALUE); zlib-compressed
+//!                                      RocketMQ bodies are inflated on the way out
+//! headers, unique UTF-8 names    <->   properties, in order; header TAGS is the tag
+//!   and values, no system names
+//! any other header list          <->   KAFKA_HEADERS = base64(Kafka's header encoding)
+//! timestamp                      <->   born timestamp (CreateTime)
+//! ```
+//! On the way out, RocketMQ tags and user properties (not the system ones) become headers.
+
+use std::net::SocketAddr;
+
+use base64::Engine;
+use bytes::Bytes;
+
+use super::records::{decode_headers, encode_headers, Record};
+use crate::model::message::{self, property, sys_flag, MessageToStore, StoredMessage};
+
+pub const KAFKA_KEY: &str = "KAFKA_KEY";
+pub const KAFKA_HEADERS: &str = "KAFKA_HEADERS";
+pub const KAFKA_NULL_VALUE: &str = "KAFKA_NULL_VALUE";
+
+/// RocketMQ's system property names (`MessageConst.STRING_HASH_SET`, plus the 5.x timer and
+/// transaction ones): not user properties, so never headers, and a header with one of these
+/// names is kept in the header list instead.
+const SYSTEM: &[&str] = &[
+    "KEYS",
+    "WAIT",
+    "DELAY",
+    "RETRY_TOPIC",
+    "REAL_TOPIC",
+    "REAL_QID",
+    "TRAN_MSG",
+    "PGROUP",
+    "MIN_OFFSET",
+    "MAX_OFFSET",
+    "BUYER_ID",
+    "ORIGIN_MESSAGE_ID",
+    "TRANSFER_FLAG",
+    "CORRECTION_FLAG",
+    "MQ2_FLAG",
+    "RECONSUME_TIME",
+    "MSG_REGION",
+    "TRACE_ON",
+    "UNIQ_KEY",
+    "MAX_RECONSUME_TIMES",
+    "CONSUME_START_TIME",
+    "POP_CK",
+    "POP_CK_OFFSET",
+    "1ST_POP_TIME",
+    "TRAN_PREPARED_QUEUE_OFFSET",
+    "DUP_INFO",
+    "EXTEND_UNIQ_INFO",
+    "INSTANCE_ID",
+    "CORRELATION_ID",
+    "REPLY_TO_CLIENT",
+    "TTL",
+    "ARRIVE_TIME",
+    "PUSH_REPLY_TIME",
+    "CLUSTER",
+    "MSG_TYPE",
+    "__transactionId__",
+    "CHECK_IMMUNITY_TIME_IN_SECONDS",
+    "TRANSACTION_CHECK_TIMES",
+    "SHARDING_KEY",
+    "__STARTDELIVERTIME",
+    "TIMER_DELAY_SEC",
+    "TIMER_DELAY_MS",
+    "TIMER_DELIVER_MS",
+    "TIMER_OUT_MS",
+    "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES",
+    "TIMER_DEL_UNIQKEY",
+    "TIMER_ENGINE_TYPE",
+    "INNER_BASE",
+    "INNER_NUM",
+    "INNER_MULTI_DISPATCH",
+    "INNER_MULTI_QUEUE_OFFSET",
+    "TRACE_CONTEXT",
+    "KAFKA_KEY",
+    "KAFKA_HEADERS",
+    "KAFKA_NULL_VALUE",
+    "PROPERTY_PUT_TIME",
+];
+
+fn is_system(name: &str) -> bool {
+    SYSTEM.contains(&name)
+}
+
+/// Text a properties string can hold (its separators are \u{1} and \u{2}).
+fn plain(s: &str) -> bool {
+    !s.contains([message::NAME_VALUE_SEPARATOR, message::PROPERTY_SEPARATOR])
+}
+
+/// The message to store for `record` on `topic`/`queue_id`.
+pub fn to_store(
+    record: &Record,
+    topic: &str,
+    queue_id: i32,
+    born_host: SocketAddr,
+    store_host: SocketAddr,
+) -> MessageToStore {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut props: Vec<(String, String)> = Vec::with_capacity(record.headers.len() + 2);
+    let as_properties: Option<Vec<(&str, &str)>> = record
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let k = std::str::from_utf8(k).ok().filter(|k| !k.is_empty() && plain(k) && !is_system(k))?;
+            let v = std::str::from_utf8(v.as_deref()?).ok().filter(|v| plain(v))?;
+            Some((k, v))
+        })
+        .collect();
+    let unique = |h: &[(&str, &str)]| h.iter().enumerate().all(|(i, (k, _))| h[..i].iter().all(|(k2, _)| k2 != k));
+    match as_properties {
+        Some(h) if unique(&h) => props.extend(h.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned()))),
+        _ => props.push((KAFKA_HEADERS.into(), b64.encode(encode_headers(&record.headers)))),
+    }
+    if let Some(key) = &record.key {
+        match std::str::from_utf8(key) {
+            Ok(k) if !k.is_empty() && plain(k) && !k.chars().any(char::is_whitespace) => {
+                props.push((property::KEYS.into(), k.to_owned()))
+            }
+            _ => props.push((KAFKA_KEY.into(), b64.encode(key))),
+        }
+    }
+    if record.value.is_none() {
+        props.push((KAFKA_NULL_VALUE.into(), "true".into()));
+    }
+    let properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let tags = props.iter().find(|(k, _)| k == property::TAGS).map(|(_, v)| v.as_str());
+    MessageToStore {
+        topic: topic.to_owned(),
+        queue_id,
+        flag: 0,
+        body: record.value.clone().unwrap_or_default(),
+        tags_code: message::tags_code(tags),
+        properties,
+        born_timestamp: record.timestamp,
+        born_host,
+        store_host,
+        sys_flag: 0,
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+    }
+}
+
+/// The Kafka record for a stored message.
+pub fn to_record(m: &StoredMessage) -> Record {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut key = None;
+    let mut headers = Vec::new();
+    let mut header_list = None;
+    let mut null_value = false;
+    for (k, v) in property_pairs(&m.properties) {
+        match k {
+            KAFKA_KEY => key = b64.decode(v).ok().map(Bytes::from),
+            property::KEYS if key.is_none() => key = Some(Bytes::copy_from_slice(v.as_bytes())),
+            KAFKA_HEADERS => header_list = b64.decode(v).ok().and_then(|h| decode_headers(Bytes::from(h))),
+            KAFKA_NULL_VALUE => null_value = true,
+            k if !is_system(k) => {
+                headers.push((Bytes::copy_from_slice(k.as_bytes()), Some(Bytes::copy_from_slice(v.as_bytes()))))
+            }
+            _ => {}
+        }
+    }
+    let value = if null_value {
+        None
+    } else if m.sys_flag & sys_flag::COMPRESSED != 0 {
+        Some(inflate(&m.body).unwrap_or_else(|| m.body.clone()))
+    } else {
+        Some(m.body.clone())
+    };
+    Record { timestamp: m.born_timestamp, key, value, headers: header_list.unwrap_or(headers) }
+}
+
+/// Properties in stored order (the RocketMQ path writes them sorted; the Kafka path in header order).
+fn property_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    s.split(message::PROPERTY_SEPARATOR).filter_map(|p| p.split_once(message::NAME_VALUE_SEPARATOR))
+}
+
+/// A body RocketMQ producers zlib-compressed (`sysFlag` COMPRESSED).
+fn inflate(body: &[u8]) -> Option<Bytes> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(body.len() * 4);
+    flate2::read::ZlibDecoder::new(body).read_to_end(&mut out).ok()?;
+    Some(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr() -> SocketAddr {
+        "127.0.0.1:1".parse().unwrap()
+    }
+
+    fn round_trip(r: &Record) -> Record {
+        let m = to_store(r, "T", 0, addr(), addr());
+        let stored = StoredMessage {
+            sys_flag: m.sys_flag,
+            born_timestamp: m.born_timestamp,
+            body: m.body.clone(),
+            properties: m.properties.clone(),
+            ..sample()
+        };
+        to_record(&stored)
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn unique_text_headers_become_properties_and_come_back_in_order() {
+        let r = Record {
+            timestamp: 42,
+            key: Some(b("order-1")),
+            value: Some(b("v")),
+            headers: vec![(b("z"), Some(b("1"))), (b("TAGS"), Some(b("TagA"))), (b("a"), Some(b("2")))],
+        };
+        let m = to_store(&r, "T", 0, addr(), addr());
+        assert_eq!(message::property_value(&m.properties, "KEYS"), Some("order-1"));
+        assert_eq!(message::property_value(&m.properties, "z"), Some("1"));
+        assert_eq!(m.tags_code, message::tags_code(Some("TagA")));
+        assert_eq!(round_trip(&r), r);
+    }
+
+    #[test]
+    fn duplicate_binary_and_null_headers_and_odd_keys_survive_exactly() {
+        let r = Record {
+            timestamp: 7,
+            key: Some(Bytes::from_static(&[0, 159, 255])),
+            value: None,
+            headers: vec![(b("h"), Some(b("1"))), (b("h"), None), (b("KEYS"), Some(Bytes::from_static(&[0xff])))],
+        };
+        let m = to_store(&r, "T", 0, addr(), addr());
+        assert!(message::property_value(&m.properties, KAFKA_HEADERS).is_some());
+        assert_eq!(round_trip(&r), r);
+        let spaced = Record { key: Some(b("two words")), value: Some(Bytes::new()), headers: vec![], timestamp: 1 };
+        assert_eq!(round_trip(&spaced), spaced);
+    }
+
+    #[test]
+    fn rocketmq_tags_and_user_properties_become_headers() {
+        let props =
+            message::properties_to_string([("KEYS", "k1"), ("TAGS", "TagB"), ("UNIQ_KEY", "X"), ("color", "red")]);
+        let mut s = StoredMessage { properties: props, body: b("hello"), born_timestamp: 5, ..sample() };
+        let r = to_record(&s);
+        assert_eq!(r.key, Some(b("k1")));
+        assert_eq!(r.headers, vec![(b("TAGS"), Some(b("TagB"))), (b("color"), Some(b("red")))]);
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"hello").unwrap();
+        s.body = Bytes::from(z.finish().unwrap());
+        s.sys_flag = sys_flag::COMPRESSED;
+        assert_eq!(to_record(&s).value, Some(b("hello")));
+    }
+
+    fn sample() -> StoredMessage {
+        StoredMessage {
+            total_size: 0,
+            magic: 0,
+            body_crc: 0,
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 0,
+            commit_log_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: addr(),
+            store_timestamp: 0,
+            store_host: addr(),
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: Bytes::new(),
+            topic: "T".into(),
+            properties: String::new(),
+        }
+    }
+}

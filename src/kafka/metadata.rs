@@ -1,0 +1,275 @@
+//! Metadata v0-12, CreateTopics v2-7, DeleteTopics v1-5, DescribeConfigs v1-4 and
+//! DescribeCluster v0-1: this broker is the single node, leader of every partition (queue).
+//! RocketMQ's system topics and names Kafka cannot express (`%RETRY%…`) are not shown.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use tracing::info;
+
+use super::conn::{reply, Reply, Request};
+use super::records::error;
+use super::Kafka;
+use crate::model::perm;
+
+/// `TopicValidator.isSystemTopic` plus names outside Kafka's `[a-zA-Z0-9._-]{1,249}`.
+pub fn visible(k: &Kafka, topic: &str) -> bool {
+    let c = &k.shared.config;
+    let system = topic.starts_with("rmq_sys_")
+        || topic.starts_with("RMQ_SYS_")
+        || [
+            "TBW102",
+            "SCHEDULE_TOPIC_XXXX",
+            "BenchmarkTest",
+            "OFFSET_MOVED_EVENT",
+            "SELF_TEST_TOPIC",
+            "TRANS_CHECK_MAX_TIME_TOPIC",
+            "TRANS_CHECK_MAXTIME_TOPIC",
+        ]
+        .contains(&topic)
+        || topic == c.broker_cluster_name
+        || topic == c.broker_name;
+    !system && valid_name(topic)
+}
+
+pub fn valid_name(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= 249
+        && topic != "."
+        && topic != ".."
+        && topic.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// A stable, non-zero id per topic name (FNV-1a, 128 bits): Metadata v10+ needs one.
+pub fn topic_id(topic: &str) -> uuid::Uuid {
+    let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for b in topic.bytes() {
+        h ^= u128::from(b);
+        h = h.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013B);
+    }
+    uuid::Uuid::from_u128(h.max(1))
+}
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+/// Creates `topic` with `queues` read/write queues; persists and re-registers if it was new.
+pub async fn create_topic(k: &Kafka, topic: &str, queues: i32) -> bool {
+    let (_, created) = k.shared.topics.create_if_absent(topic, queues, perm::READ | perm::WRITE, 0);
+    if created {
+        info!(topic, queues, "topic created by a Kafka client");
+        let _ = k.shared.topics.persist().await;
+        k.shared.topics_changed.notify_one();
+    }
+    created
+}
+
+pub async fn metadata(k: &Arc<Kafka>, req: &Request, r: MetadataRequest) -> Reply {
+    let sh = &k.shared;
+    let names: Vec<String> = match &r.topics {
+        None => sh.topics.snapshot().1.into_keys().filter(|t| visible(k, t)).collect(),
+        Some(t) if t.is_empty() && req.version == 0 => {
+            sh.topics.snapshot().1.into_keys().filter(|t| visible(k, t)).collect()
+        }
+        Some(t) => t.iter().filter_map(|t| t.name.as_ref().map(|n| n.0.to_string())).collect(),
+    };
+    let may_create = (req.version < 4 || r.allow_auto_topic_creation) && sh.live.auto_create_topic_enable();
+    let mut topics = Vec::with_capacity(names.len());
+    for name in names {
+        let mut t = MetadataResponseTopic::default().with_name(Some(TopicName(s(name.clone()))));
+        if !valid_name(&name) {
+            topics.push(t.with_error_code(error::INVALID_TOPIC_EXCEPTION));
+            continue;
+        }
+        if sh.topics.view(&name).is_none() && may_create && r.topics.is_some() {
+            create_topic(k, &name, sh.config.kafka_num_partitions).await;
+        }
+        let Some(view) = sh.topics.view(&name) else {
+            topics.push(t.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION));
+            continue;
+        };
+        let node = BrokerId(k.node_id);
+        let partitions = (0..view.read_queue_nums)
+            .map(|q| {
+                MetadataResponsePartition::default()
+                    .with_partition_index(q)
+                    .with_leader_id(node)
+                    .with_leader_epoch(0)
+                    .with_replica_nodes(vec![node])
+                    .with_isr_nodes(vec![node])
+            })
+            .collect();
+        t = t.with_partitions(partitions).with_is_internal(false).with_topic_authorized_operations(i32::MIN);
+        if req.version >= 10 {
+            t = t.with_topic_id(topic_id(&name));
+        }
+        topics.push(t);
+    }
+    let mut resp = MetadataResponse::default()
+        .with_brokers(vec![broker(k)])
+        .with_cluster_id(Some(s(sh.config.broker_cluster_name.clone())))
+        .with_controller_id(BrokerId(k.node_id))
+        .with_topics(topics);
+    if (8..=10).contains(&req.version) {
+        resp = resp.with_cluster_authorized_operations(i32::MIN);
+    }
+    reply(req, &resp)
+}
+
+fn broker(k: &Kafka) -> MetadataResponseBroker {
+    MetadataResponseBroker::default()
+        .with_node_id(BrokerId(k.node_id))
+        .with_host(s(k.advertised.0.clone()))
+        .with_port(k.advertised.1)
+}
+
+pub async fn create_topics(k: &Arc<Kafka>, req: &Request, r: CreateTopicsRequest) -> Reply {
+    let mut results = Vec::with_capacity(r.topics.len());
+    for t in r.topics {
+        let name = t.name.0.to_string();
+        let queues = if t.num_partitions == -1 { k.shared.config.kafka_num_partitions } else { t.num_partitions };
+        let compact = t.configs.iter().any(|c| {
+            &*c.name == "cleanup.policy"
+                && c.value.as_deref().is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
+        });
+        let refusal = if !valid_name(&name) || !visible(k, &name) {
+            Some((error::INVALID_TOPIC_EXCEPTION, format!("'{name}' is not a valid Kafka topic name here")))
+        } else if k.shared.topics.contains(&name) {
+            Some((error::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
+        } else if !(t.replication_factor == -1 || t.replication_factor == 1) {
+            Some((
+                error::INVALID_REPLICATION_FACTOR,
+                format!("replication factor {}: this broker keeps one replica (use 1 or -1)", t.replication_factor),
+            ))
+        } else if queues <= 0 || queues > 1024 {
+            Some((error::INVALID_PARTITIONS, format!("{queues} partitions: must be 1 to 1024")))
+        } else if compact {
+            Some((
+                error::INVALID_CONFIG,
+                "cleanup.policy=compact is not supported: retention would delete compacted state".to_owned(),
+            ))
+        } else {
+            None
+        };
+        let mut res = CreatableTopicResult::default().with_name(t.name.clone());
+        match refusal {
+            Some((code, why)) => {
+                res = res.with_error_code(code).with_error_message(Some(s(why)));
+            }
+            None => {
+                if !r.validate_only {
+                    create_topic(k, &name, queues).await;
+                }
+                res = res.with_num_partitions(queues).with_replication_factor(1).with_topic_id(topic_id(&name));
+            }
+        }
+        if req.version < 5 {
+            res = res.with_num_partitions(-1).with_replication_factor(-1).with_configs(None);
+        }
+        if req.version < 7 {
+            res = res.with_topic_id(uuid::Uuid::nil());
+        }
+        results.push(res);
+    }
+    reply(req, &CreateTopicsResponse::default().with_topics(results))
+}
+
+pub async fn delete_topics(k: &Arc<Kafka>, req: &Request, r: DeleteTopicsRequest) -> Reply {
+    let sh = &k.shared;
+    let mut responses = Vec::new();
+    for name in r.topic_names {
+        let topic = name.0.to_string();
+        let mut res = DeletableTopicResult::default().with_name(Some(name));
+        if !visible(k, &topic) || !sh.topics.delete(&topic) {
+            res = res.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+        } else {
+            sh.offsets.remove_topic(&topic);
+            let (store, topics) = (sh.store.clone(), vec![topic.clone()]);
+            let deleted = tokio::task::spawn_blocking(move || store.delete_topics(&topics)).await;
+            if !matches!(deleted, Ok(Ok(()))) {
+                res = res.with_error_code(error::KAFKA_STORAGE_ERROR);
+            }
+            info!(topic, "topic deleted by a Kafka client");
+            let _ = sh.topics.persist().await;
+            sh.topics_changed.notify_one();
+        }
+        if req.version >= 5 && res.error_code != error::NONE {
+            res = res.with_error_message(Some(s(format!("cannot delete topic '{topic}'"))));
+        }
+        responses.push(res);
+    }
+    reply(req, &DeleteTopicsResponse::default().with_responses(responses))
+}
+
+/// Topic configs Kafka clients ask for, from the broker's settings (read-only here).
+pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> Reply {
+    let c = &k.shared.config;
+    let mut results = Vec::new();
+    for res in r.resources {
+        let mut out = DescribeConfigsResult::default()
+            .with_resource_type(res.resource_type)
+            .with_resource_name(res.resource_name.clone());
+        let entries: Vec<(&str, String)> = match res.resource_type {
+            2 if !k.shared.topics.contains(&res.resource_name) => {
+                results.push(out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION));
+                continue;
+            }
+            2 => vec![
+                ("cleanup.policy", "delete".into()),
+                ("retention.ms", (c.file_reserved_time * 3_600_000).to_string()),
+                ("max.message.bytes", c.max_message_size.to_string()),
+                ("segment.bytes", c.mapped_file_size_commit_log.to_string()),
+                ("message.timestamp.type", "CreateTime".into()),
+                ("min.insync.replicas", "1".into()),
+            ],
+            4 => vec![
+                ("num.partitions", c.kafka_num_partitions.to_string()),
+                ("auto.create.topics.enable", k.shared.live.auto_create_topic_enable().to_string()),
+                ("message.max.bytes", c.max_message_size.to_string()),
+            ],
+            other => {
+                results.push(
+                    out.with_error_code(error::INVALID_REQUEST)
+                        .with_error_message(Some(s(format!("resource type {other} is not described here")))),
+                );
+                continue;
+            }
+        };
+        let wanted = |n: &str| res.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|kk| &**kk == n));
+        out.configs = entries
+            .into_iter()
+            .filter(|(n, _)| wanted(n))
+            .map(|(n, v)| {
+                DescribeConfigsResourceResult::default()
+                    .with_name(s(n))
+                    .with_value(Some(s(v)))
+                    .with_read_only(true)
+                    .with_config_source(5) // DEFAULT_CONFIG
+            })
+            .collect();
+        results.push(out);
+    }
+    reply(req, &DescribeConfigsResponse::default().with_results(results))
+}
+
+pub fn describe_cluster(k: &Kafka, req: &Request, _r: DescribeClusterRequest) -> Reply {
+    let b = DescribeClusterBroker::default()
+        .with_broker_id(BrokerId(k.node_id))
+        .with_host(s(k.advertised.0.clone()))
+        .with_port(k.advertised.1);
+    let resp = DescribeClusterResponse::default()
+        .with_cluster_id(s(k.shared.config.broker_cluster_name.clone()))
+        .with_controller_id(BrokerId(k.node_id))
+        .with_brokers(vec![b])
+        .with_cluster_authorized_operations(i32::MIN);
+    reply(req, &resp)
+}

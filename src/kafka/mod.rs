@@ -1,0 +1,139 @@
+//! The Kafka front end: a second wire protocol over the same topics, queues (= partitions),
+//! consumer offsets and store as the RocketMQ handlers. Unchanged Kafka clients produce and
+//! fetch on the CommitLog RocketMQ clients use; a message written with either protocol is read
+//! with the other.
+//!
+//! May import: `crate::model`, `crate::store`, `crate::ha`, `crate::meta` (topics, offsets,
+//! config, arrivals), `crate::persist`. Never the broker (which starts it), the RocketMQ codec
+//! (`protocol`) or transport (`remoting`): tests/it/layering.rs checks it.
+//!
+//! ```text
+//! client --frame--> conn.rs (one request at a time per connection, answers in order, as Kafka)
+//!                     |-- versions.rs   ApiVersions, advertised ranges, header versions
+//!                     |-- produce.rs    record batches (records.rs) -> mapping.rs -> store
+//!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
+//!                     |-- metadata.rs   Metadata, topics, configs, cluster
+//!                     |-- groups.rs     FindCoordinator, group.rs coordinator, offsets
+//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences
+//! ```
+//! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
+
+mod conn;
+mod fetch;
+pub mod group;
+mod groups;
+mod mapping;
+mod metadata;
+mod produce;
+mod producer_ids;
+pub mod records;
+mod versions;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::ha::HaService;
+use crate::meta::config::BrokerConfig;
+use crate::meta::hold::PullHold;
+use crate::meta::live::LiveConfig;
+use crate::meta::offset::ConsumerOffsetManager;
+use crate::meta::topic::TopicConfigManager;
+use crate::store::MessageStore;
+
+/// What the Kafka handlers share with the RocketMQ side, handed over by the broker.
+pub struct Shared {
+    pub config: BrokerConfig,
+    pub store: Arc<MessageStore>,
+    pub topics: Arc<TopicConfigManager>,
+    pub offsets: Arc<ConsumerOffsetManager>,
+    pub hold: Arc<PullHold>,
+    pub live: Arc<LiveConfig>,
+    /// Master of a SYNC_MASTER pair: acks=all waits for slaves here.
+    pub ha: Option<Arc<HaService>>,
+    /// Rung when a topic was created or deleted: the broker registers with the NameServers.
+    pub topics_changed: Arc<Notify>,
+    pub store_host: SocketAddr,
+    /// Cancelled when the broker shuts down: parked fetches and joins answer at once.
+    pub closing: CancellationToken,
+}
+
+/// The Kafka front end's state: the shared managers plus the group coordinator and producer ids.
+pub struct Kafka {
+    pub shared: Shared,
+    pub coordinator: Arc<group::Coordinator>,
+    pub producers: producer_ids::ProducerIds,
+    /// `host:port` advertised in Metadata and FindCoordinator.
+    pub advertised: (String, i32),
+    pub node_id: i32,
+    /// OffsetCommit metadata per (group, topic, partition); offsets themselves are RocketMQ's.
+    commit_metadata: std::sync::Mutex<std::collections::HashMap<(String, String, i32), String>>,
+}
+
+impl Kafka {
+    pub fn new(shared: Shared) -> Result<Arc<Self>, String> {
+        let c = &shared.config;
+        let advertised = if c.kafka_advertised_address.is_empty() {
+            (c.broker_ip1.clone(), i32::from(c.kafka_listen_port))
+        } else {
+            let (h, p) = c.kafka_advertised_address.rsplit_once(':').ok_or_else(|| {
+                format!("config key 'kafkaAdvertisedAddress': '{}' is not host:port", c.kafka_advertised_address)
+            })?;
+            let port = p.parse::<u16>().map_err(|_| {
+                format!("config key 'kafkaAdvertisedAddress': '{}' has no valid port", c.kafka_advertised_address)
+            })?;
+            (h.to_owned(), i32::from(port))
+        };
+        let producers = producer_ids::ProducerIds::open(&c.config_dir().join("kafkaProducerId.json"))?;
+        let node_id = i32::try_from(c.broker_id).unwrap_or(0);
+        Ok(Arc::new(Self {
+            coordinator: group::Coordinator::new(group::CoordinatorConfig::default()),
+            producers,
+            advertised,
+            node_id,
+            shared,
+            commit_metadata: Default::default(),
+        }))
+    }
+
+    fn remember_metadata(&self, group: &str, topic: &str, partition: i32, metadata: &str) {
+        let mut m = self.commit_metadata.lock().unwrap_or_else(|e| e.into_inner());
+        if metadata.is_empty() {
+            m.remove(&(group.to_owned(), topic.to_owned(), partition));
+        } else {
+            m.insert((group.to_owned(), topic.to_owned(), partition), metadata.to_owned());
+        }
+    }
+
+    fn metadata_of(&self, group: &str, topic: &str, partition: i32) -> String {
+        let m = self.commit_metadata.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&(group.to_owned(), topic.to_owned(), partition)).cloned().unwrap_or_default()
+    }
+
+    /// Accepts Kafka connections until `shutdown`; each is served by its own task.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: CancellationToken, tracker: TaskTracker) {
+        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
+        loop {
+            let accepted = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                a = listener.accept() => a,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tracker.spawn(conn::serve(self.clone(), stream, peer, shutdown.clone()));
+                }
+                Err(e) => {
+                    warn!(addr, error = %e, "Kafka listener: accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Produce v3-11: each partition's single v2 batch is checked (Kafka's `LogValidator` order),
+//! its records become one stored message each on queue = partition, appended together so they
+//! take consecutive queue offsets. acks=1 answers once appended (and flushed under
+//! SYNC_FLUSH); acks=all also waits for the slaves of a SYNC_MASTER; acks=0 gets no answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use tracing::debug;
+
+use super::conn::{reply, Reply, Request};
+use super::producer_ids::{BatchSeq, SeqCheck};
+use super::records::{self, error};
+use super::{mapping, Kafka};
+use crate::ha::master::ReplicaWait;
+use crate::model::perm;
+use crate::store::PutStatus;
+
+pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
+    let acks = r.acks;
+    let mut topics = Vec::with_capacity(r.topic_data.len());
+    for t in r.topic_data {
+        let name = t.name.0.to_string();
+        let mut parts = Vec::with_capacity(t.partition_data.len());
+        for p in t.partition_data {
+            let outcome = if !matches!(acks, -1..=1) {
+                Err((error::INVALID_REQUIRED_ACKS, format!("acks {acks}: must be -1, 0 or 1")))
+            } else {
+                produce_partition(k, req, &name, p.index, p.records, acks, r.timeout_ms).await
+            };
+            let mut resp = PartitionProduceResponse::default()
+                .with_index(p.index)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            match outcome {
+                Ok((base, start)) => resp = resp.with_base_offset(base).with_log_start_offset(start),
+                Err((code, why)) => {
+                    debug!(peer = %req.peer, topic = name, partition = p.index, code, why, "produce refused");
+                    resp = resp.with_error_code(code).with_base_offset(-1);
+                    if req.version >= 8 {
+                        resp = resp.with_error_message(Some(StrBytes::from_string(why)));
+                    }
+                }
+            }
+            parts.push(resp);
+        }
+        topics.push(TopicProduceResponse::default().with_name(t.name).with_partition_responses(parts));
+    }
+    if acks == 0 {
+        return Ok(None);
+    }
+    reply(req, &ProduceResponse::default().with_responses(topics))
+}
+
+/// Appends one partition's batch: (base offset, log start offset) or the refusal.
+async fn produce_partition(
+    k: &Arc<Kafka>,
+    req: &Request,
+    topic: &str,
+    partition: i32,
+    data: Option<bytes::Bytes>,
+    acks: i16,
+    timeout_ms: i32,
+) -> Result<(i64, i64), records::Refusal> {
+    let s = &k.shared;
+    let unknown = || (error::UNKNOWN_TOPIC_OR_PARTITION, format!("{topic}-{partition} is not served here"));
+    let view = s.topics.view(topic).ok_or_else(unknown)?;
+    if partition < 0 || partition >= view.write_queue_nums {
+        return Err(unknown());
+    }
+    if !perm::is_writeable(s.live.broker_permission()) || !perm::is_writeable(view.perm) {
+        return Err((error::NOT_LEADER_OR_FOLLOWER, format!("{topic} is not writable on this broker")));
+    }
+    let data = data.ok_or_else(|| (error::INVALID_RECORD, "no record batch".to_owned()))?;
+    let limit = s.config.max_message_size;
+    if data.len() > limit {
+        return Err((error::MESSAGE_TOO_LARGE, format!("batch of {} bytes, over maxMessageSize {limit}", data.len())));
+    }
+    let batch = records::parse_one_batch(data, limit)?;
+    let recs = records::records(&batch)?;
+    let idempotent = batch.producer_id >= 0;
+    let seq = BatchSeq {
+        pid: batch.producer_id,
+        epoch: batch.producer_epoch,
+        first: batch.base_sequence,
+        last: batch.base_sequence.wrapping_add(batch.last_offset_delta),
+    };
+    if idempotent {
+        match k.producers.check(seq, topic, partition) {
+            SeqCheck::Append => {}
+            SeqCheck::Duplicate(offset) => return Ok((offset, s.store.min_offset_in_queue(topic, partition))),
+            SeqCheck::Refuse(code, why) => return Err((code, why)),
+        }
+    }
+    let msgs: Vec<_> = recs.iter().map(|r| mapping::to_store(r, topic, partition, req.peer, s.store_host)).collect();
+    let result = s.store.put_messages(&msgs, true).await;
+    let code = match &result.status {
+        PutStatus::PutOk => error::NONE,
+        PutStatus::FlushDiskTimeout => error::REQUEST_TIMED_OUT,
+        PutStatus::ServiceNotAvailable(_) => error::KAFKA_STORAGE_ERROR,
+        PutStatus::MessageIllegal(_) | PutStatus::PropertiesSizeExceeded => error::INVALID_RECORD,
+        PutStatus::UnknownError(_) => error::UNKNOWN_SERVER_ERROR,
+    };
+    let Some(append) = result.append else {
+        return Err((code, format!("not stored: {:?}", result.status)));
+    };
+    if idempotent {
+        k.producers.appended(seq, topic, partition, append.queue_offset);
+    }
+    if code != error::NONE {
+        return Err((code, format!("stored, but {:?}", result.status)));
+    }
+    let needed = s.config.replicas_to_wait_for();
+    if let (-1, Some(ha)) = (acks, s.ha.as_ref().filter(|_| needed > 0)) {
+        let wait = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).min(s.config.slave_timeout).max(1));
+        match ha.wait_for_replicas(append.end_offset, needed, wait).await {
+            ReplicaWait::Ok => {}
+            ReplicaWait::NoSlave => return Err((error::NOT_ENOUGH_REPLICAS, "no slave in sync".into())),
+            ReplicaWait::Timeout => {
+                return Err((error::REQUEST_TIMED_OUT, "slaves did not acknowledge in time".into()))
+            }
+        }
+    }
+    Ok((append.queue_offset, s.store.min_offset_in_queue(topic, partition)))
+}

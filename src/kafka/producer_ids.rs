@@ -1,0 +1,204 @@
+//! Idempotent producers: InitProducerId hands out producer ids from a persisted counter
+//! (`config/kafkaProducerId.json`, advanced a block of 1000 at a time, so ids are never reused
+//! across restarts), and each (producer id, partition) keeps its last 5 batches' sequence
+//! ranges: a replayed batch gets its original offset, a gap OUT_OF_ORDER_SEQUENCE_NUMBER
+//! (Kafka's `ProducerStateEntry` / `ProducerAppendInfo`). Sequence state lives in memory: after
+//! a restart a producer is unknown, and Kafka accepts any sequence from an unknown producer.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use serde::{Deserialize, Serialize};
+use tracing::warn;
+
+use super::conn::{reply, Reply, Request};
+use super::records::error;
+use super::Kafka;
+
+const BLOCK: i64 = 1000;
+/// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`.
+const RETAINED: usize = 5;
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct IdFile {
+    next_block: i64,
+}
+
+#[derive(Default)]
+struct Entry {
+    epoch: i16,
+    /// (first sequence, last sequence, base offset), oldest first.
+    batches: VecDeque<(i32, i32, i64)>,
+}
+
+struct State {
+    next: i64,
+    block_end: i64,
+    entries: HashMap<(i64, String, i32), Entry>,
+}
+
+pub struct ProducerIds {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+/// An idempotent batch's identity: producer id, epoch and its sequence range.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchSeq {
+    pub pid: i64,
+    pub epoch: i16,
+    pub first: i32,
+    pub last: i32,
+}
+
+/// What to do with an idempotent batch.
+#[derive(Debug, PartialEq)]
+pub enum SeqCheck {
+    Append,
+    /// Already stored: answer with its base offset, store nothing.
+    Duplicate(i64),
+    Refuse(i16, String),
+}
+
+impl ProducerIds {
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let file = crate::persist::load(path, |b| serde_json::from_slice::<IdFile>(b).map_err(|e| e.to_string()))?
+            .unwrap_or_default();
+        let next = file.next_block.max(0);
+        let state = State { next, block_end: next, entries: HashMap::new() };
+        Ok(Self { path: path.to_owned(), state: Mutex::new(state) })
+    }
+
+    /// A new producer id; `None` when the counter cannot be persisted.
+    pub fn allocate(&self) -> Option<i64> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.next >= s.block_end {
+            let end = s.next + BLOCK;
+            let bytes = serde_json::to_vec(&IdFile { next_block: end }).ok()?;
+            if let Err(e) = crate::persist::write_atomically(&self.path, &bytes) {
+                warn!(file = %self.path.display(), error = %e, "cannot persist the Kafka producer id counter");
+                return None;
+            }
+            s.block_end = end;
+        }
+        s.next += 1;
+        Some(s.next - 1)
+    }
+
+    /// Kafka's duplicate check first, then the epoch and sequence checks.
+    pub fn check(&self, seq: BatchSeq, topic: &str, partition: i32) -> SeqCheck {
+        let BatchSeq { pid, epoch, first, last } = seq;
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(e) = s.entries.get(&(pid, topic.to_owned(), partition)) else { return SeqCheck::Append };
+        if e.epoch == epoch {
+            if let Some((_, _, offset)) = e.batches.iter().find(|(f, l, _)| *f == first && *l == last) {
+                return SeqCheck::Duplicate(*offset);
+            }
+        }
+        if epoch < e.epoch {
+            return SeqCheck::Refuse(
+                error::INVALID_PRODUCER_EPOCH,
+                format!("producer {pid} epoch {epoch} is older than {}", e.epoch),
+            );
+        }
+        if epoch > e.epoch {
+            return if first == 0 {
+                SeqCheck::Append
+            } else {
+                SeqCheck::Refuse(
+                    error::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    format!("new epoch {epoch} of producer {pid} starts at sequence {first}, not 0"),
+                )
+            };
+        }
+        let last_seq = e.batches.back().map_or(-1, |b| b.1);
+        let expected = if last_seq == i32::MAX { 0 } else { last_seq + 1 };
+        if first == expected {
+            SeqCheck::Append
+        } else {
+            SeqCheck::Refuse(
+                error::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                format!("producer {pid} sent sequence {first} on {topic}-{partition}, expected {expected}"),
+            )
+        }
+    }
+
+    /// Remembers an appended batch.
+    pub fn appended(&self, seq: BatchSeq, topic: &str, partition: i32, offset: i64) {
+        let BatchSeq { pid, epoch, first, last } = seq;
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let e = s.entries.entry((pid, topic.to_owned(), partition)).or_default();
+        if e.epoch != epoch {
+            e.epoch = epoch;
+            e.batches.clear();
+        }
+        if e.batches.len() == RETAINED {
+            e.batches.pop_front();
+        }
+        e.batches.push_back((first, last, offset));
+    }
+}
+
+/// A null transactional id always gets a new producer id with epoch 0; transactions are not
+/// served (the FindCoordinator for them already failed), so a transactional id is refused.
+pub fn init_producer_id(k: &Kafka, req: &Request, r: InitProducerIdRequest) -> Reply {
+    let mut resp = InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+    if r.transactional_id.is_some() {
+        return reply(req, &resp.with_error_code(error::INVALID_REQUEST));
+    }
+    if (r.producer_id.0 == -1) != (r.producer_epoch == -1) {
+        return reply(req, &resp.with_error_code(error::INVALID_REQUEST));
+    }
+    match k.producers.allocate() {
+        Some(id) => {
+            resp = resp.with_producer_id(ProducerId(id)).with_producer_epoch(0);
+            reply(req, &resp.with_error_code(error::NONE))
+        }
+        None => reply(req, &resp.with_error_code(error::COORDINATOR_NOT_AVAILABLE)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(pid: i64, epoch: i16, first: i32, last: i32) -> BatchSeq {
+        BatchSeq { pid, epoch, first, last }
+    }
+
+    #[test]
+    fn ids_survive_a_restart_without_reuse_and_sequences_follow_kafka() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kafkaProducerId.json");
+        let p = ProducerIds::open(&path).unwrap();
+        assert_eq!((p.allocate(), p.allocate()), (Some(0), Some(1)));
+        let again = ProducerIds::open(&path).unwrap();
+        assert_eq!(again.allocate(), Some(BLOCK), "a restart starts past the persisted block");
+
+        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Append);
+        p.appended(b(0, 0, 0, 4), "T", 0, 100);
+        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Duplicate(100), "a replay returns the first offset");
+        assert_eq!(p.check(b(0, 0, 5, 9), "T", 0), SeqCheck::Append);
+        assert!(matches!(p.check(b(0, 0, 7, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
+        assert!(matches!(p.check(b(0, 1, 3, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
+        assert_eq!(p.check(b(0, 1, 0, 0), "T", 0), SeqCheck::Append, "a new epoch starts at 0");
+        p.appended(b(0, 1, 0, 0), "T", 0, 105);
+        assert!(matches!(p.check(b(0, 0, 1, 1), "T", 0), SeqCheck::Refuse(error::INVALID_PRODUCER_EPOCH, _)));
+        assert_eq!(p.check(b(0, 0, 42, 42), "T", 1), SeqCheck::Append, "unknown partition: any sequence");
+        for i in 1..=6 {
+            p.appended(b(0, 1, i, i), "T", 0, 105 + i64::from(i));
+        }
+        assert_eq!(p.check(b(0, 1, 2, 2), "T", 0), SeqCheck::Duplicate(107));
+        assert_eq!(
+            p.check(b(0, 1, 1, 1), "T", 0),
+            SeqCheck::Refuse(
+                error::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                "producer 0 sent sequence 1 on T-0, expected 7".into()
+            ),
+            "only the last 5 batches are remembered"
+        );
+    }
+}

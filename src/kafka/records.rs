@@ -1,0 +1,317 @@
+//! Record batches v2 (magic 2), read and written here rather than with the codec's record
+//! types: those keep headers in a map, which drops repeated header keys Kafka allows.
+//! Decompression uses the codec's gzip/snappy/lz4/zstd; CRC-32C the `crc32c` crate.
+//!
+//! ```text
+//! baseOffset:i64 batchLength:i32 leaderEpoch:i32 magic:i8 crc:u32 | attributes:i16
+//! lastOffsetDelta:i32 baseTimestamp:i64 maxTimestamp:i64 producerId:i64 producerEpoch:i16
+//! baseSequence:i32 count:i32 records...        (CRC-32C covers from attributes to the end)
+//! record: len:varint attrs:i8 tsDelta:varlong offDelta:varint key value headers[key value]
+//! ```
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
+
+/// Kafka error codes used by the front end (`Errors.java`).
+pub mod error {
+    pub const NONE: i16 = 0;
+    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
+    pub const REQUEST_TIMED_OUT: i16 = 7;
+    pub const MESSAGE_TOO_LARGE: i16 = 10;
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+    pub const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+    pub const INVALID_PARTITIONS: i16 = 37;
+    pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
+    pub const INVALID_CONFIG: i16 = 40;
+    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+    pub const KAFKA_STORAGE_ERROR: i16 = 56;
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+    pub const INVALID_RECORD: i16 = 87;
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+}
+
+pub const HEADER_LEN: usize = 61;
+const ATTR_COMPRESSION: i16 = 0x07;
+pub const ATTR_TRANSACTIONAL: i16 = 0x10;
+pub const ATTR_CONTROL: i16 = 0x20;
+
+/// A batch's header and its records' bytes (inflated).
+#[derive(Debug)]
+pub struct Batch {
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub count: i32,
+    pub records: Bytes,
+}
+
+/// One record, headers in order, duplicates kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub timestamp: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(Bytes, Option<Bytes>)>,
+}
+
+/// Why a batch was refused: the Kafka error code and a message for the client.
+pub type Refusal = (i16, String);
+
+fn refuse<T>(code: i16, why: impl Into<String>) -> Result<T, Refusal> {
+    Err((code, why.into()))
+}
+
+/// The single v2 batch of a produce partition (Produce v3+ carries exactly one), checked as
+/// Kafka's `LogValidator` checks it, inflated up to `max_inflated` bytes.
+pub fn parse_one_batch(mut data: Bytes, max_inflated: usize) -> Result<Batch, Refusal> {
+    if data.len() < HEADER_LEN {
+        return refuse(
+            error::CORRUPT_MESSAGE,
+            format!("record batch of {} bytes is shorter than its header", data.len()),
+        );
+    }
+    let magic = data[16];
+    if magic != 2 {
+        return refuse(
+            error::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            format!("record batch magic {magic}: only v2 is accepted"),
+        );
+    }
+    let base_offset = (&data[0..8]).get_i64();
+    let batch_len = (&data[8..12]).get_i32();
+    let total = usize::try_from(batch_len).ok().map(|l| l + 12);
+    match total {
+        Some(t) if t == data.len() => {}
+        Some(t) if t < data.len() => {
+            return refuse(error::INVALID_RECORD, "a produce partition must hold exactly one record batch")
+        }
+        _ => return refuse(error::CORRUPT_MESSAGE, format!("record batch length {batch_len} exceeds the data")),
+    }
+    let crc = (&data[17..21]).get_u32();
+    if crc32c::crc32c(&data[21..]) != crc {
+        return refuse(error::CORRUPT_MESSAGE, "record batch CRC-32C mismatch");
+    }
+    if base_offset != 0 {
+        return refuse(error::INVALID_RECORD, format!("record batch base offset {base_offset}, must be 0"));
+    }
+    let mut h = &data[21..HEADER_LEN];
+    let attributes = h.get_i16();
+    let last_offset_delta = h.get_i32();
+    let base_timestamp = h.get_i64();
+    let _max_timestamp = h.get_i64();
+    let producer_id = h.get_i64();
+    let producer_epoch = h.get_i16();
+    let base_sequence = h.get_i32();
+    let count = h.get_i32();
+    if attributes & ATTR_CONTROL != 0 {
+        return refuse(error::INVALID_RECORD, "control batches may not be produced by clients");
+    }
+    if attributes & ATTR_TRANSACTIONAL != 0 {
+        return refuse(error::INVALID_RECORD, "transactional batches are not supported by this broker");
+    }
+    if count <= 0 || i64::from(last_offset_delta) + 1 != i64::from(count) {
+        return refuse(
+            error::INVALID_RECORD,
+            format!("record count {count} does not match last offset delta {last_offset_delta}"),
+        );
+    }
+    if producer_id >= 0 && base_sequence < 0 {
+        return refuse(error::INVALID_RECORD, "idempotent batch without a base sequence");
+    }
+    let body = data.split_off(HEADER_LEN);
+    let records = inflate(attributes & ATTR_COMPRESSION, body, max_inflated)?;
+    Ok(Batch {
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+        records,
+    })
+}
+
+fn inflate(codec: i16, mut body: Bytes, max: usize) -> Result<Bytes, Refusal> {
+    let whole = |b: &mut Bytes| Ok(b.copy_to_bytes(b.remaining()));
+    let out = match codec {
+        0 => return Ok(body),
+        1 => Gzip::decompress(&mut body, whole),
+        2 => Snappy::decompress(&mut body, whole),
+        3 => Lz4::decompress(&mut body, whole),
+        4 => Zstd::decompress(&mut body, whole),
+        c => return refuse(error::CORRUPT_MESSAGE, format!("unknown compression codec {c}")),
+    };
+    match out {
+        Ok(b) if b.len() > max => {
+            refuse(error::MESSAGE_TOO_LARGE, format!("records inflate to {} bytes, over the limit {max}", b.len()))
+        }
+        Ok(b) => Ok(b),
+        Err(e) => refuse(error::CORRUPT_MESSAGE, format!("cannot decompress the records: {e:#}")),
+    }
+}
+
+/// The records of `batch`, in order.
+pub fn records(batch: &Batch) -> Result<Vec<Record>, Refusal> {
+    let mut r = batch.records.clone();
+    let mut out = Vec::with_capacity(usize::try_from(batch.count).unwrap_or(0).min(1 << 16));
+    let bad = |what: &str| (error::CORRUPT_MESSAGE, format!("record {what} does not decode"));
+    for i in 0..batch.count {
+        let len = varint(&mut r).ok_or_else(|| bad("length"))?;
+        let len = usize::try_from(len).map_err(|_| bad("length"))?;
+        if r.remaining() < len {
+            return Err(bad("body"));
+        }
+        let mut rec = r.split_to(len);
+        let parsed = (|| {
+            rec.try_get_i8().ok()?;
+            let ts_delta = varlong(&mut rec)?;
+            let offset_delta = varint(&mut rec)?;
+            let key = bytes_field(&mut rec)?;
+            let value = bytes_field(&mut rec)?;
+            let n = varint(&mut rec)?;
+            let mut headers = Vec::with_capacity(usize::try_from(n).ok()?.min(256));
+            for _ in 0..n {
+                let k = bytes_field(&mut rec)??;
+                headers.push((k, bytes_field(&mut rec)?));
+            }
+            Some((ts_delta, offset_delta, key, value, headers))
+        })();
+        let (ts_delta, offset_delta, key, value, headers) = parsed.ok_or_else(|| bad("fields"))?;
+        if offset_delta != i {
+            return Err((error::INVALID_RECORD, format!("record {i} has offset delta {offset_delta}")));
+        }
+        if headers.iter().any(|(k, _)| std::str::from_utf8(k).is_err()) {
+            return Err((error::INVALID_RECORD, "a header key is not UTF-8".into()));
+        }
+        out.push(Record { timestamp: batch.base_timestamp.wrapping_add(ts_delta), key, value, headers });
+    }
+    Ok(out)
+}
+
+/// A nullable byte field: varint length (-1 = null), then the bytes.
+fn bytes_field(r: &mut Bytes) -> Option<Option<Bytes>> {
+    let len = varint(r)?;
+    if len < 0 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    (r.remaining() >= len).then(|| Some(r.split_to(len)))
+}
+
+fn varlong(r: &mut Bytes) -> Option<i64> {
+    let mut v: u64 = 0;
+    for shift in (0..70).step_by(7) {
+        let b = r.try_get_u8().ok()?;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some((v >> 1) as i64 ^ -((v & 1) as i64));
+        }
+    }
+    None
+}
+
+fn varint(r: &mut Bytes) -> Option<i32> {
+    varlong(r).and_then(|v| i32::try_from(v).ok())
+}
+
+fn put_varlong(out: &mut BytesMut, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.put_u8((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.put_u8(z as u8);
+}
+
+fn put_bytes_field(out: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        None => put_varlong(out, -1),
+        Some(b) => {
+            put_varlong(out, b.len() as i64);
+            out.put_slice(b);
+        }
+    }
+}
+
+/// Writes an uncompressed v2 batch of `records` taking offsets `base_offset..`, CreateTime.
+pub fn write_batch(out: &mut BytesMut, base_offset: i64, records: &[Record]) {
+    let start = out.len();
+    let base_ts = records.iter().map(|r| r.timestamp).min().unwrap_or(0);
+    let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(0);
+    out.put_i64(base_offset);
+    out.put_i32(0); // length, patched
+    out.put_i32(0); // partition leader epoch
+    out.put_i8(2);
+    out.put_u32(0); // crc, patched
+    out.put_i16(0);
+    out.put_i32(records.len().saturating_sub(1) as i32);
+    out.put_i64(base_ts);
+    out.put_i64(max_ts);
+    out.put_i64(-1);
+    out.put_i16(-1);
+    out.put_i32(-1);
+    out.put_i32(records.len() as i32);
+    let mut rec = BytesMut::new();
+    for (i, r) in records.iter().enumerate() {
+        rec.clear();
+        rec.put_i8(0);
+        put_varlong(&mut rec, r.timestamp - base_ts);
+        put_varlong(&mut rec, i as i64);
+        put_bytes_field(&mut rec, r.key.as_deref());
+        put_bytes_field(&mut rec, r.value.as_deref());
+        put_varlong(&mut rec, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_bytes_field(&mut rec, Some(k));
+            put_bytes_field(&mut rec, v.as_deref());
+        }
+        put_varlong(out, rec.len() as i64);
+        out.put_slice(&rec);
+    }
+    let len = (out.len() - start - 12) as i32;
+    out[start + 8..start + 12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&out[start + 21..]);
+    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Headers in Kafka's record encoding (count, then key/value pairs), for keeping a list that
+/// properties cannot hold (duplicates, binary, null values) in one reserved property.
+pub fn encode_headers(headers: &[(Bytes, Option<Bytes>)]) -> Bytes {
+    let mut out = BytesMut::new();
+    put_varlong(&mut out, headers.len() as i64);
+    for (k, v) in headers {
+        put_bytes_field(&mut out, Some(k));
+        put_bytes_field(&mut out, v.as_deref());
+    }
+    out.freeze()
+}
+
+pub fn decode_headers(mut b: Bytes) -> Option<Vec<(Bytes, Option<Bytes>)>> {
+    let n = varint(&mut b)?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let k = bytes_field(&mut b)??;
+        out.push((k, bytes_field(&mut b)?));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[path = "records_tests.rs"]
+mod tests;
