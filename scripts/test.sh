@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite: formatting, lints, Rust tests, then the compatibility suites (official
-# RocketMQ Java clients 5.x and 4.9.x, the official Go client, the official C++ client, against a
+# RocketMQ Java clients 5.x and 4.9.x with the Kafka Java clients 4.x and 3.9, the official Go
+# client, the official C++ client and librdkafka, kafkajs, franz-go's own tests, against a
 # ferrocket started by the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +19,12 @@ echo "== compat-tests (official Java clients)"
 mvn -f compat-tests -B -ntp test -Dsurefire.rerunFailingTestsCount=2 -Dferrocket.bin="$PWD/target/release/ferrocket"
 echo "== compat-tests/go (official Go client)"
 (export FERROCKET_BIN="$PWD/target/release/ferrocket"; cd compat-tests/go && go test -count=1 -timeout 10m -v ./...)
-echo "== compat-tests/python (official C++ client, through its Python binding)"
+echo "== compat-tests/python (official C++ client through its Python binding; librdkafka through confluent-kafka)"
 FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/python/run.sh
+echo "== compat-tests/node (kafkajs 2.2.4 on the Kafka listener)"
+FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/node/run.sh
+echo "== compat-tests/franz-go (franz-go's own group tests on the Kafka listener)"
+FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/franz-go/run.sh
 echo "== no ERROR line in any ferrocket log of the compat suites"
 # The Go suite checks its own log; this covers every ferrocket process the Maven suite started.
 errors=$(find compat-tests -path '*/target/compat-work/*' -name 'ferrocket*.log' -print0 \

@@ -49,6 +49,10 @@ class Ferrocket:
         while abs(self.broker_port - self.ns_port) <= 2:
             self.broker_port = free_port() + 10
         self.namesrv = f"127.0.0.1:{self.ns_port}"
+        self.kafka_port = free_port()
+        while min(abs(self.kafka_port - p) for p in (self.ns_port, self.broker_port)) <= 2:
+            self.kafka_port = free_port() + 20
+        self.kafka = f"127.0.0.1:{self.kafka_port}"
         with open(os.path.join(root, "broker.conf"), "w") as f:
             f.write("\n".join([
                 "brokerClusterName=PyCluster", "brokerName=py-broker-a", "brokerIP1=127.0.0.1",
@@ -56,6 +60,8 @@ class Ferrocket:
                 "mappedFileSizeCommitLog=67108864", "flushDiskType=SYNC_FLUSH",
                 # Unknown transactions are checked every second, once a second old.
                 "transactionCheckInterval=1000", "transactionTimeOut=1000",
+                # The Kafka front end, for librdkafka (confluent-kafka) in test_librdkafka.py.
+                f"kafkaListenPort={self.kafka_port}", f"kafkaAdvertisedAddress=127.0.0.1:{self.kafka_port}",
             ]) + "\n")
         with open(os.path.join(root, "namesrv.conf"), "w") as f:
             f.write(f"listenPort={self.ns_port}\n")
@@ -63,7 +69,7 @@ class Ferrocket:
         self.proc = subprocess.Popen(
             [binary, "standalone", "-c", f"{root}/broker.conf", "--namesrv-config", f"{root}/namesrv.conf"],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HOME": root})
-        if not (wait_port(self.ns_port, 30) and wait_port(self.broker_port, 30)):
+        if not all(wait_port(p, 30) for p in (self.ns_port, self.broker_port, self.kafka_port)):
             self.stop()
             raise RuntimeError(f"ferrocket did not start; log {root}/ferrocket.log")
 

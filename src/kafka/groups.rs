@@ -23,6 +23,7 @@ use super::records::error;
 use super::Kafka;
 
 const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 /// `offset.metadata.max.bytes`.
 const MAX_METADATA: usize = 4096;
 
@@ -40,9 +41,19 @@ pub fn find_coordinator(k: &Kafka, req: &Request, r: FindCoordinatorRequest) -> 
         let c = CoordinatorEntry::default().with_key(key);
         match r.key_type {
             0 => c.with_node_id(BrokerId(k.node_id)).with_host(s(k.advertised.0.clone())).with_port(k.advertised.1),
-            1 => c.with_node_id(BrokerId(-1)).with_port(-1).with_error_code(error::INVALID_REQUEST).with_error_message(
-                Some(s("transactions are not supported by this broker (ferrocket): use a non-transactional producer")),
-            ),
+            // A non-retriable error: the Java producer (v4) fails on any; librdkafka (v0-2) only
+            // on TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and keeps asking on anything else.
+            1 => c
+                .with_node_id(BrokerId(-1))
+                .with_port(-1)
+                .with_error_code(if req.version >= 4 {
+                    error::INVALID_REQUEST
+                } else {
+                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                })
+                .with_error_message(Some(s(
+                    "transactions are not supported by this broker (ferrocket): use a non-transactional producer",
+                ))),
             t => c
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)
@@ -138,6 +149,10 @@ pub async fn sync(k: &Arc<Kafka>, req: &Request, r: SyncGroupRequest) -> Reply {
         protocol_name: if req.version >= 5 { opt(&r.protocol_name) } else { None },
         assignments: r.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect(),
     };
+    if req.version >= 5 && (sreq.protocol_type.is_none() || sreq.protocol_name.is_none()) {
+        // Kafka's request layer: v5+ must name the protocol type and name.
+        return reply(req, &SyncGroupResponse::default().with_error_code(group::errors::INCONSISTENT_GROUP_PROTOCOL));
+    }
     let out = tokio::select! {
         out = k.coordinator.sync(sreq) => out,
         _ = k.shared.closing.cancelled() => group::SyncResponse {

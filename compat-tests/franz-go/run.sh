@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# franz-go's own integration tests (github.com/twmb/franz-go/pkg/kgo, the release go.mod pins)
+# against a ferrocket standalone with its Kafka listener, as franz-go runs them against a Kafka
+# broker: KGO_SEEDS names the broker, KGO_TEST_RF=1 a single replica. The allowlist below is what
+# applies to ferrocket: group consumption with every balancer (range, sticky, cooperative-sticky,
+# static members; the KIP-848 subtests skip themselves because ConsumerGroupHeartbeat is not
+# advertised) and Issue865. Transactions (TestTxn*) are not served, so not run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin="${FERROCKET_BIN:-$here/../../target/release/ferrocket}"
+work=$(mktemp -d /tmp/ferrocket-franz.XXXXXX)
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The broker needs its port, port-2 (VIP) and port+1 (HA) free: take one from a quiet range.
+broker=$((20000 + RANDOM % 8000)); ns=$(port); kafka=$(port)
+cat > "$work/broker.conf" <<CONF
+brokerClusterName=FranzCluster
+brokerName=franz-a
+brokerIP1=127.0.0.1
+listenPort=$broker
+storePathRootDir=$work/store
+mappedFileSizeCommitLog=67108864
+kafkaListenPort=$kafka
+kafkaAdvertisedAddress=127.0.0.1:$kafka
+CONF
+echo "listenPort=$ns" > "$work/namesrv.conf"
+"$bin" standalone -c "$work/broker.conf" --namesrv-config "$work/namesrv.conf" > "$work/ferrocket.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$kafka") 2>/dev/null && break
+  sleep 0.1
+done
+cd "$here"
+KGO_SEEDS="127.0.0.1:$kafka" KGO_TEST_RF=1 go test -count=1 -timeout 10m -v \
+  -run 'TestGroupETL$|TestIssue865' github.com/twmb/franz-go/pkg/kgo 2>&1 | tee "$work/go-test.log" \
+  | grep -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS|FAIL|ok)'
+status=${PIPESTATUS[0]}
+kill -TERM $pid
+wait $pid || { echo "ferrocket exited non-zero on SIGTERM; log $work/ferrocket.log" >&2; exit 1; }
+trap - EXIT
+if grep -E '^[0-9T:.-]+Z +ERROR ' "$work/ferrocket.log"; then
+  echo "ferrocket logged ERROR lines under franz-go's tests (above); log $work/ferrocket.log" >&2
+  exit 1
+fi
+if [ "$status" -ne 0 ]; then
+  echo "franz-go's tests failed; logs in $work" >&2
+  exit "$status"
+fi
+rm -rf "$work"

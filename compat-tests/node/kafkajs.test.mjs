@@ -1,0 +1,162 @@
+// kafkajs 2.2.4 against ferrocket's Kafka listener. kafkajs speaks only the old, non-flexible
+// versions (Produce 7, Fetch 11, Metadata 6, JoinGroup 5, ...) and ignores the broker's minimums:
+// the other end of the range from the Java 4.x client. Started here: one ferrocket standalone with
+// kafkaListenPort (FERROCKET_BIN, default target/release/ferrocket).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import kafkajs from 'kafkajs';
+
+const { Kafka, CompressionTypes, logLevel } = kafkajs;
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = process.env.FERROCKET_BIN || join(here, '..', '..', 'target', 'release', 'ferrocket');
+const run = Math.random().toString(36).slice(2, 8);
+let proc, dir, kafka, bootstrap, passed = false;
+
+const freePort = () => new Promise((resolve) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+});
+const listening = (port) => new Promise((resolve) => {
+  const c = connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
+  c.on('error', () => resolve(false));
+});
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ferrocket-kafkajs-'));
+  const kport = await freePort();
+  const ns = await freePort();
+  const broker = 20000 + Math.floor(Math.random() * 8000);
+  writeFileSync(join(dir, 'broker.conf'), [
+    'brokerClusterName=JsCluster', 'brokerName=js-a', 'brokerIP1=127.0.0.1', `listenPort=${broker}`,
+    `storePathRootDir=${dir}/store`, 'mappedFileSizeCommitLog=67108864',
+    `kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`, ''].join('\n'));
+  writeFileSync(join(dir, 'namesrv.conf'), `listenPort=${ns}\n`);
+  proc = spawn(bin, ['standalone', '-c', join(dir, 'broker.conf'), '--namesrv-config', join(dir, 'namesrv.conf')],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = [];
+  proc.stdout.on('data', (d) => log.push(d));
+  proc.stderr.on('data', (d) => log.push(d));
+  proc.log = log;
+  const deadline = Date.now() + 30000;
+  while (!(await listening(kport))) {
+    assert.ok(Date.now() < deadline, 'ferrocket did not listen on its Kafka port');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  bootstrap = `127.0.0.1:${kport}`;
+  kafka = new Kafka({ clientId: 'compat-kafkajs', brokers: [bootstrap], logLevel: logLevel.NOTHING });
+});
+
+after(async () => {
+  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+  proc.kill('SIGTERM');
+  const code = await exited;
+  const text = Buffer.concat(proc.log).toString();
+  writeFileSync(join(dir, 'ferrocket.log'), text);
+  assert.equal(code, 0, `ferrocket exited ${code} on SIGTERM; log in ${dir}`);
+  const errors = text.split('\n').filter((l) => / ERROR /.test(l));
+  assert.deepEqual(errors, [], `ERROR lines in ${dir}/ferrocket.log`);
+  if (passed) rmSync(dir, { recursive: true, force: true });
+});
+
+async function createTopic(topic, numPartitions) {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    assert.equal(await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 1 }] }), true);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Runs a group consumer until `n` messages came; returns them. */
+async function consume(groupId, topic, n, ms = 60000) {
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 500 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const got = [];
+  let done;
+  const all = new Promise((resolve) => { done = resolve; });
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      got.push({ partition, ...message });
+      if (got.length >= n) done();
+    },
+  });
+  const timer = setTimeout(() => done(), ms);
+  await all;
+  clearTimeout(timer);
+  await consumer.disconnect();
+  assert.equal(got.length, n, `${got.length} of ${n} messages within ${ms} ms`);
+  return got;
+}
+
+for (const [name, compression] of [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]]) {
+  test(`an idempotent producer (${name}) and a group consumer keep keys, headers and offsets`, async () => {
+    const topic = `js-${name}-${run}`;
+    await createTopic(topic, 2);
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const sent = new Map();
+    for (let i = 0; i < 20; i++) {
+      const [meta] = await producer.send({
+        topic, compression, acks: -1,
+        messages: [{ partition: i % 2, key: i % 2 ? `k${i}` : null, value: `v${i}`, headers: { color: 'red', n: `${i}` } }],
+      });
+      sent.set(`v${i}`, meta);
+    }
+    await producer.disconnect();
+    for (const q of [0, 1]) {
+      const offsets = [...sent.values()].filter((m) => m.partition === q).map((m) => Number(m.baseOffset)).sort((a, b) => a - b);
+      assert.deepEqual(offsets, [...Array(10).keys()], `dense offsets on partition ${q}`);
+    }
+    const got = await consume(`g-${topic}`, topic, 20);
+    for (const m of got) {
+      const v = m.value.toString();
+      const i = Number(v.slice(1));
+      assert.equal(String(sent.get(v).baseOffset), m.offset);
+      assert.equal(m.key === null ? null : m.key.toString(), i % 2 ? `k${i}` : null);
+      assert.equal(m.headers.color.toString(), 'red');
+      assert.equal(m.headers.n.toString(), `${i}`);
+    }
+  });
+}
+
+test('a group resumes after its committed offsets', async () => {
+  const topic = `js-resume-${run}`;
+  await createTopic(topic, 3);
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: [...Array(12).keys()].map((i) => ({ partition: i % 3, value: `a${i}` })) });
+  await consume(`g-${topic}`, topic, 12);
+  await producer.send({ topic, messages: [...Array(6).keys()].map((i) => ({ partition: i % 3, value: `b${i}` })) });
+  await producer.disconnect();
+  const got = await consume(`g-${topic}`, topic, 6);
+  assert.deepEqual(got.map((m) => m.value.toString()).sort(), [...Array(6).keys()].map((i) => `b${i}`));
+  const admin = kafka.admin();
+  await admin.connect();
+  const [offsets] = await admin.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] });
+  await admin.disconnect();
+  assert.deepEqual(offsets.partitions.map((p) => p.offset).sort(), ['6', '6', '6']);
+});
+
+test('a transactional producer fails fast with a clear error', async () => {
+  const producer = kafka.producer({ transactionalId: `tx-${run}`, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const start = Date.now();
+  try {
+    // kafkajs drops the broker's error message: what shows is its own non-retriable
+    // "Failed to find group coordinator", raised by producer.transaction() at once.
+    await assert.rejects(producer.transaction(), (e) => (e.name === 'KafkaJSGroupCoordinatorNotFound'
+      && e.retriable === false) || assert.fail(`unexpected error: ${e.stack}`));
+    assert.ok(Date.now() - start < 20000, `failed after ${Date.now() - start} ms`);
+  } finally {
+    await producer.disconnect();
+  }
+  passed = true;
+});

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# kafkajs 2.2.4 (npm, package-lock.json) against ferrocket's Kafka listener, with Node's own test
+# runner. FERROCKET_BIN names the binary (default: target/release/ferrocket).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+npm ci --no-audit --no-fund --loglevel=error
+export FERROCKET_BIN="${FERROCKET_BIN:-$here/../../target/release/ferrocket}"
+exec npm test --silent
