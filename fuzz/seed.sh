@@ -17,6 +17,7 @@ seed() {
 seed frame_decode seeds/frame_decode/*.hex ../testdata/frames/*.hex
 seed record_scan seeds/record_scan/*.hex
 seed header_json seeds/header_json/*.hex
+seed kafka_request seeds/kafka_request/*.hex
 seed header_binary seeds/header_binary/*.hex
 seed register_body seeds/register_body/*.hex
 seed batch_body seeds/batch_body/*.hex

@@ -371,6 +371,7 @@ async fn bind_kafka(
         store: inner.store.clone(),
         topics: inner.topics.clone(),
         offsets: inner.offsets.clone(),
+        groups: inner.groups.clone(),
         hold: inner.hold.clone(),
         live: inner.live.clone(),
         ha: inner.ha_service.clone(),

@@ -69,30 +69,51 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
     }
 }
 
-async fn handle(k: &Arc<Kafka>, mut body: Bytes, peer: SocketAddr) -> Reply {
+/// A request frame's body after decoding: what the handlers get, or an answer made without
+/// decoding (KIP-511 ApiVersions, Produce v0-2).
+pub enum Decoded {
+    Answer(BytesMut),
+    Request { key: ApiKey, version: i16, header: Box<RequestHeader>, body: Box<RequestKind> },
+}
+
+/// Decodes one request frame body (the bytes after the size). An error closes the connection.
+pub fn decode(mut body: Bytes) -> anyhow::Result<Decoded> {
+    if body.len() < 8 {
+        anyhow::bail!("request of {} bytes is shorter than a header", body.len());
+    }
     let api_key = (&body[..2]).get_i16();
     let version = (&body[2..4]).get_i16();
+    let correlation_id = (&body[4..8]).get_i32();
     let key = ApiKey::try_from(api_key).map_err(|_| anyhow::anyhow!("unknown API key {api_key}"))?;
     let Some((min, max)) = versions::range(key) else {
         anyhow::bail!("API {key:?} ({api_key}) is not served by this broker");
     };
     if key == ApiKey::ApiVersions && version > max {
-        let correlation_id = (&body[4..8]).get_i32();
-        debug!(%peer, version, "ApiVersions newer than ours: answering v0 (KIP-511)");
-        return Ok(Some(versions::frame(key, 0, correlation_id, &versions::api_versions_too_new())?));
+        return Ok(Decoded::Answer(versions::frame(key, 0, correlation_id, &versions::api_versions_too_new())?));
     }
     if version < min || version > max {
         anyhow::bail!("{key:?} version {version} outside the served range {min}-{max}");
     }
     if key == ApiKey::Produce && version < 3 {
-        let correlation_id = (&body[4..8]).get_i32();
-        let header_v1_len = 8 + 2 + usize::try_from((&body[8..10]).get_i16().max(0))?;
+        let client_id_len = body.get(8..10).map_or(0, |b| i16::from_be_bytes([b[0], b[1]]).max(0) as usize);
         let frame =
-            versions::produce_v0_to_2_refusal(version, correlation_id, body.get(header_v1_len..).unwrap_or(&[]))
+            versions::produce_v0_to_2_refusal(version, correlation_id, body.get(10 + client_id_len..).unwrap_or(&[]))
                 .ok_or_else(|| anyhow::anyhow!("Produce v{version} body does not decode"))?;
-        return Ok(Some(frame));
+        return Ok(Decoded::Answer(frame));
     }
     let header = RequestHeader::decode(&mut body, key.request_header_version(version))?;
+    let body = RequestKind::decode(key, &mut body, version)?;
+    Ok(Decoded::Request { key, version, header: Box::new(header), body: Box::new(body) })
+}
+
+async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
+    let (key, version, header, decoded) = match decode(body)? {
+        Decoded::Answer(frame) => {
+            debug!(%peer, "answered without decoding (KIP-511 ApiVersions or Produce v0-2)");
+            return Ok(Some(frame));
+        }
+        Decoded::Request { key, version, header, body } => (key, version, header, body),
+    };
     let req = Request {
         key,
         version,
@@ -100,12 +121,11 @@ async fn handle(k: &Arc<Kafka>, mut body: Bytes, peer: SocketAddr) -> Reply {
         client_id: header.client_id.as_deref().unwrap_or("").to_owned(),
         peer,
     };
-    let decoded = RequestKind::decode(key, &mut body, version)?;
-    match decoded {
+    match *decoded {
         RequestKind::ApiVersions(_) => reply(&req, &versions::api_versions(version)),
         RequestKind::Produce(r) => produce::handle(k, &req, r).await,
         RequestKind::Fetch(r) => fetch::handle(k, &req, r).await,
-        RequestKind::ListOffsets(r) => fetch::list_offsets(k, &req, r),
+        RequestKind::ListOffsets(r) => fetch::list_offsets(k, &req, r).await,
         RequestKind::Metadata(r) => metadata::metadata(k, &req, r).await,
         RequestKind::CreateTopics(r) => metadata::create_topics(k, &req, r).await,
         RequestKind::DeleteTopics(r) => metadata::delete_topics(k, &req, r).await,
@@ -117,11 +137,11 @@ async fn handle(k: &Arc<Kafka>, mut body: Bytes, peer: SocketAddr) -> Reply {
         RequestKind::SyncGroup(r) => groups::sync(k, &req, r).await,
         RequestKind::Heartbeat(r) => groups::heartbeat(k, &req, r),
         RequestKind::LeaveGroup(r) => groups::leave(k, &req, r),
-        RequestKind::OffsetCommit(r) => groups::offset_commit(k, &req, r),
+        RequestKind::OffsetCommit(r) => groups::offset_commit(k, &req, r).await,
         RequestKind::OffsetFetch(r) => groups::offset_fetch(k, &req, r),
         RequestKind::ListGroups(r) => groups::list_groups(k, &req, r),
         RequestKind::DescribeGroups(r) => groups::describe_groups(k, &req, r),
-        other => anyhow::bail!("no handler for {other:?}"),
+        _ => anyhow::bail!("no handler for {key:?}"),
     }
 }
 
@@ -131,4 +151,37 @@ where
     R: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
 {
     Ok(Some(versions::frame(req.key, req.version, req.correlation_id, body)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(name: &str) -> Bytes {
+        let path = format!("{}/fuzz/seeds/kafka_request/{name}.hex", env!("CARGO_MANIFEST_DIR"));
+        let hex = std::fs::read_to_string(&path).unwrap();
+        let bytes: Vec<u8> =
+            (0..hex.trim().len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        Bytes::from(bytes)
+    }
+
+    /// The fuzz seeds are real requests: they decode, and their batch parses with its duplicate
+    /// header intact.
+    #[test]
+    fn fuzz_seeds_decode() {
+        for name in ["produce_v9", "produce_v3"] {
+            let Decoded::Request { key, body, .. } = decode(seed(name)).unwrap() else {
+                panic!("{name}: not a request")
+            };
+            assert_eq!(key, ApiKey::Produce);
+            let RequestKind::Produce(p) = *body else { panic!("{name}: not a produce") };
+            let batch = p.topic_data[0].partition_data[0].records.clone().unwrap();
+            let recs = super::super::records::records(&super::super::records::parse_one_batch(batch, 1 << 20).unwrap());
+            assert_eq!(recs.unwrap()[0].headers.len(), 2, "{name}");
+        }
+        assert!(matches!(decode(seed("api_versions_v3")).unwrap(), Decoded::Request { key: ApiKey::ApiVersions, .. }));
+        assert!(matches!(decode(seed("produce_v2")).unwrap(), Decoded::Answer(_)));
+        assert!(decode(Bytes::from_static(&[0, 68, 0, 1, 0, 0, 0, 1])).is_err(), "unknown API");
+        assert!(decode(Bytes::from_static(&[0, 1])).is_err(), "short");
+    }
 }

@@ -22,7 +22,7 @@ use super::records::{self, error};
 use super::{mapping, Kafka};
 use crate::model::perm;
 use crate::store::commit_log::record;
-use crate::store::AcceptAll;
+use crate::store::{AcceptAll, READ_AFTER_SEND_WAIT};
 
 /// Kafka's `fetch.max.bytes`: the most a response carries, whatever the client asks.
 const FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
@@ -33,6 +33,9 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
     let read_committed = r.isolation_level == 1;
     loop {
+        // What producers were told is stored must be readable (the dispatcher may lag a moment),
+        // and a wake-up by the first record of a batch reads the whole batch.
+        k.shared.store.await_dispatched(READ_AFTER_SEND_WAIT).await;
         let signals: Vec<Arc<Notify>> = r
             .topics
             .iter()
@@ -145,8 +148,9 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
 
 /// -2 earliest, -1 latest (the high watermark), -3 the newest record (v7+), otherwise the
 /// first offset stored at or after the time.
-pub fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Reply {
+pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Reply {
     let s = &k.shared;
+    s.store.await_dispatched(READ_AFTER_SEND_WAIT).await;
     let mut topics = Vec::with_capacity(r.topics.len());
     for t in r.topics {
         let mut parts = Vec::with_capacity(t.partitions.len());

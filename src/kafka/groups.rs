@@ -203,7 +203,7 @@ pub fn leave(k: &Arc<Kafka>, req: &Request, r: LeaveGroupRequest) -> Reply {
     reply(req, &resp)
 }
 
-pub fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest) -> Reply {
+pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest) -> Reply {
     let group = r.group_id.0.to_string();
     let check = k.coordinator.validate_offset_commit(
         &group,
@@ -212,6 +212,9 @@ pub fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest) -> R
         r.group_instance_id.as_deref(),
         req.version,
     );
+    if check == error::NONE {
+        register_group(k, &group).await;
+    }
     let mut topics = Vec::with_capacity(r.topics.len());
     for t in r.topics {
         let topic = t.name.0.to_string();
@@ -238,6 +241,30 @@ pub fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest) -> R
         topics.push(OffsetCommitResponseTopic::default().with_name(t.name).with_partitions(parts));
     }
     reply(req, &OffsetCommitResponse::default().with_topics(topics))
+}
+
+/// A Kafka group's first commit makes it a subscription group with its `%RETRY%` topic, as a
+/// RocketMQ consumer's heartbeat does, so RocketMQ admin tools (consumerProgress) see its lag.
+async fn register_group(k: &Kafka, group: &str) {
+    let sh = &k.shared;
+    if sh.groups.contains(group) {
+        return;
+    }
+    let Some((g, created)) = sh.groups.find_or_create(group) else { return };
+    let retry = crate::model::group::retry_topic(group);
+    let (_, topic_created) = sh.topics.create_if_absent(
+        &retry,
+        g.retry_queue_nums.max(1),
+        crate::model::perm::READ | crate::model::perm::WRITE,
+        0,
+    );
+    if created {
+        let _ = sh.groups.persist().await;
+    }
+    if topic_created {
+        let _ = sh.topics.persist().await;
+        sh.topics_changed.notify_one();
+    }
 }
 
 /// One partition's committed offset: -1 with no error when nothing was committed.

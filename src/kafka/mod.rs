@@ -18,7 +18,7 @@
 //! ```
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
-mod conn;
+pub mod conn;
 mod fetch;
 pub mod group;
 mod groups;
@@ -43,6 +43,7 @@ use crate::meta::config::BrokerConfig;
 use crate::meta::hold::PullHold;
 use crate::meta::live::LiveConfig;
 use crate::meta::offset::ConsumerOffsetManager;
+use crate::meta::subscription::SubscriptionGroupManager;
 use crate::meta::topic::TopicConfigManager;
 use crate::store::MessageStore;
 
@@ -52,6 +53,9 @@ pub struct Shared {
     pub store: Arc<MessageStore>,
     pub topics: Arc<TopicConfigManager>,
     pub offsets: Arc<ConsumerOffsetManager>,
+    /// Kafka groups that commit offsets become subscription groups too (with their retry topic,
+    /// as a RocketMQ consumer's heartbeat makes them), so `mqadmin consumerProgress` finds them.
+    pub groups: Arc<SubscriptionGroupManager>,
     pub hold: Arc<PullHold>,
     pub live: Arc<LiveConfig>,
     /// Master of a SYNC_MASTER pair: acks=all waits for slaves here.

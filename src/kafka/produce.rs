@@ -50,6 +50,11 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
         topics.push(TopicProduceResponse::default().with_name(t.name).with_partition_responses(parts));
     }
     if acks == 0 {
+        // No answer: a failure is told by closing the connection, as Kafka does.
+        let failed = topics.iter().flat_map(|t| t.partition_responses.iter()).find(|p| p.error_code != error::NONE);
+        if let Some(p) = failed {
+            anyhow::bail!("acks=0 produce to partition {} failed with error {}", p.index, p.error_code);
+        }
         return Ok(None);
     }
     reply(req, &ProduceResponse::default().with_responses(topics))

@@ -51,6 +51,13 @@ impl PutMessageResult {
 /// undispatched for a moment, far less than a replication or recovery backlog.
 pub const READ_AFTER_SEND_MAX_LAG: u64 = 8 << 20;
 
+/// How long a read (GET_MAX_OFFSET, a pull, a Kafka fetch or ListOffsets) waits for messages already acknowledged to be
+/// dispatched, so that it sees them: normally microseconds; bounded for a starved dispatcher
+/// or a slave holding half a record. 50 ms was not enough on a loaded 2-core machine (a compat
+/// run saw a SYNC_MASTER's dispatcher 44 messages behind after that long); the wait ends as soon
+/// as dispatch catches up, and a backlog (more than `READ_AFTER_SEND_MAX_LAG`) is not waited for.
+pub const READ_AFTER_SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
+
 pub struct MessageStore {
     pub(super) inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,

@@ -40,7 +40,7 @@ pub mod timer;
 pub use commit_log::record::properties as record_properties;
 pub use dispatch::SCHEDULE_TOPIC;
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};
-pub use message_store::{MessageStore, PutMessageResult, PutStatus};
+pub use message_store::{MessageStore, PutMessageResult, PutStatus, READ_AFTER_SEND_WAIT};
 pub use state::{now_ms, ArrivalListener, FlushFault};
 
 pub use config::{FlushDiskType, StoreConfig};

@@ -10,6 +10,7 @@ mod crash;
 mod golden;
 mod ha;
 mod java_config;
+mod kafka;
 mod layering;
 mod namesrv;
 mod parked_pulls;

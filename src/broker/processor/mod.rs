@@ -52,12 +52,7 @@ pub(crate) fn fail<T>(code: ResponseCode, remark: impl Into<String>) -> Result<T
 
 pub(crate) type Handled = Result<Option<RemotingCommand>, BrokerError>;
 
-/// How long a read (GET_MAX_OFFSET, a pull) waits for messages already acknowledged to be
-/// dispatched, so that it sees them: normally microseconds; bounded for a starved dispatcher
-/// or a slave holding half a record. 50 ms was not enough on a loaded 2-core machine (a compat
-/// run saw a SYNC_MASTER's dispatcher 44 messages behind after that long); the wait ends as soon
-/// as dispatch catches up, and a backlog (more than `READ_AFTER_SEND_MAX_LAG`) is not waited for.
-pub(crate) const READ_AFTER_SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
+pub(crate) use crate::store::READ_AFTER_SEND_WAIT;
 
 pub(crate) fn ok(req: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(req, ResponseCode::SUCCESS)

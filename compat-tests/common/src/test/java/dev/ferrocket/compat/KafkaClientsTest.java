@@ -245,6 +245,14 @@ class KafkaClientsTest {
             assertEquals(4, committed.size());
             committed.values().forEach(o -> assertEquals(10L, o.offset(), "next offset committed per partition"));
         }
+        // The same offsets through RocketMQ's admin (what mqadmin consumerProgress shows).
+        var stats = Wait.until("the Kafka group in RocketMQ's consume stats", Duration.ofSeconds(20),
+            () -> env.admin().examineConsumeStats(group), st -> st.getOffsetTable().size() == 4);
+        stats.getOffsetTable().values().forEach(w -> {
+            assertEquals(10L, w.getConsumerOffset(), "consumer offset as RocketMQ sees it");
+            assertEquals(10L, w.getBrokerOffset());
+        });
+        assertEquals(0L, stats.computeTotalDiff(), "no lag");
         try (KafkaProducer<byte[], byte[]> p = producer("gzip")) {
             for (int i = 0; i < 40; i++) {
                 p.send(new ProducerRecord<>(topic, i % 4, null, utf8("b" + i)));
