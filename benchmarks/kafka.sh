@@ -305,6 +305,20 @@ warn_lines() {
   [[ $n == 0 ]] || note "round $1 $2: $3 logged $n WARN/ERROR lines, first: $(grep -m1 -E '\] (WARN|ERROR) ' "$4" | cut -c1-300) ($4)"
 }
 
+# run_tool NAME kafka.py-run-args...: `kafka.py run` in the background, waited for, so that a
+# SIGTERM/SIGINT to this script is handled at once (cleanup stops the tool too); sets TOOL_RC.
+TOOL_RC=0
+run_tool() {
+  local name=$1 pid
+  shift
+  python3 "$PY" run "$@" &
+  pid=$!
+  PROC_NAME[$pid]=$name
+  TOOL_RC=0
+  wait "$pid" || TOOL_RC=$?
+  unset "PROC_NAME[$pid]"
+}
+
 run_one() { # round broker
   CUR_ROUND=$1
   local broker=$2 dir="$RUN/r$1-$2" rc errs rss
@@ -322,12 +336,12 @@ run_one() { # round broker
 
   # ProducerPerformance: the broker's CPU over the whole run, per record acknowledged.
   log "  ProducerPerformance: $RECORDS records of 1024 bytes, acks=all, linger.ms=5, unthrottled"
-  rc=0
-  python3 "$PY" run --pid "$BROKER_PID" --log "$dir/producer.out" --out "$dir/producer.json" \
+  run_tool ProducerPerformance --pid "$BROKER_PID" --log "$dir/producer.out" --out "$dir/producer.json" \
     --timeout "$(( 300 + RECORDS / 1000 ))" -- \
     "${TOOL_JAVA[@]}" org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$RECORDS" \
     --record-size 1024 --throughput -1 --producer-props bootstrap.servers="$BOOTSTRAP" acks=all linger.ms=5 \
-    2> "$dir/producer.err" || rc=$?
+    2> "$dir/producer.err"
+  rc=$TOOL_RC
   [[ $rc == 0 ]] || fail_tool "$broker" "ProducerPerformance (exit $rc$([[ $rc == 124 ]] && echo ', timed out'))" \
     "$dir" "$dir/producer.out" "$dir/producer.err"
   errs=$(tool_errors "$dir/producer.err")
@@ -343,11 +357,11 @@ run_one() { # round broker
   warn_lines "$1" "$broker" ProducerPerformance "$dir/producer.err"
 
   log "  ConsumerPerformance: $RECORDS records from $topic (new group, from the earliest offset)"
-  rc=0
-  python3 "$PY" run --pid "$BROKER_PID" --log "$dir/consumer.out" --out "$dir/consumer.json" \
+  run_tool ConsumerPerformance --pid "$BROKER_PID" --log "$dir/consumer.out" --out "$dir/consumer.json" \
     --timeout "$(( 300 + RECORDS / 1000 ))" -- \
     "${TOOL_JAVA[@]}" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$BOOTSTRAP" \
-    --topic "$topic" --messages "$RECORDS" --group "perf-consumer-r$1" 2> "$dir/consumer.err" || rc=$?
+    --topic "$topic" --messages "$RECORDS" --group "perf-consumer-r$1" 2> "$dir/consumer.err"
+  rc=$TOOL_RC
   [[ $rc == 0 ]] || fail_tool "$broker" "ConsumerPerformance (exit $rc$([[ $rc == 124 ]] && echo ', timed out'))" \
     "$dir" "$dir/consumer.out" "$dir/consumer.err"
   parsed=$(python3 "$PY" parse consumer "$dir/consumer.out" 2>&1) \
@@ -359,11 +373,11 @@ run_one() { # round broker
   warn_lines "$1" "$broker" ConsumerPerformance "$dir/consumer.err"
 
   log "  EndToEndLatency: $E2E round trips of 1024 bytes on $e2e_topic (acks=all, send then poll)"
-  rc=0
-  python3 "$PY" run --pid "$BROKER_PID" --log "$dir/e2e.out" --out "$dir/e2e.json" \
+  run_tool EndToEndLatency --pid "$BROKER_PID" --log "$dir/e2e.out" --out "$dir/e2e.json" \
     --timeout "$(( 300 + E2E / 20 ))" -- \
     "${TOOL_JAVA[@]}" org.apache.kafka.tools.EndToEndLatency "$BOOTSTRAP" "$e2e_topic" "$E2E" all 1024 \
-    2> "$dir/e2e.err" || rc=$?
+    2> "$dir/e2e.err"
+  rc=$TOOL_RC
   [[ $rc == 0 ]] || fail_tool "$broker" "EndToEndLatency (exit $rc$([[ $rc == 124 ]] && echo ', timed out'))" \
     "$dir" "$dir/e2e.out" "$dir/e2e.err"
   parsed=$(python3 "$PY" parse e2e "$dir/e2e.out" 2>&1) \

@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,14 @@ def run(a, cmd):
     last = [time.monotonic()]
     with open(a.log, "w") as logf:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True, bufsize=1)
+
+        def on_signal(signum, _frame):
+            # kafka.sh's cleanup (or Ctrl-C): the tool goes with us.
+            proc.kill()
+            os._exit(128 + signum)
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
         done = threading.Event()
 
         def heartbeat():
@@ -89,6 +98,7 @@ def run(a, cmd):
                 timed_out[0] = True
                 proc.kill()
             killer = threading.Timer(a.timeout, kill)
+            killer.daemon = True
             killer.start()
         for line in proc.stdout:
             logf.write(line)

@@ -219,6 +219,7 @@ pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest
     for t in r.topics {
         let topic = t.name.0.to_string();
         let view = k.shared.topics.view(&topic);
+        let mut metadata = Vec::new();
         let parts = t
             .partitions
             .iter()
@@ -232,12 +233,15 @@ pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest
                     OFFSET_METADATA_TOO_LARGE
                 } else {
                     k.shared.offsets.commit(&group, &topic, q, p.committed_offset);
-                    k.remember_metadata(&group, &topic, q, p.committed_metadata.as_deref().unwrap_or(""));
+                    metadata.push((q, p.committed_metadata.as_deref().unwrap_or("").to_owned()));
                     error::NONE
                 };
                 OffsetCommitResponsePartition::default().with_partition_index(q).with_error_code(code)
             })
             .collect();
+        for (q, m) in metadata {
+            k.commit_metadata.set(&group, &topic, q, &m).await;
+        }
         topics.push(OffsetCommitResponseTopic::default().with_name(t.name).with_partitions(parts));
     }
     reply(req, &OffsetCommitResponse::default().with_topics(topics))
@@ -273,7 +277,7 @@ fn committed(k: &Kafka, group: &str, topic: &str, q: i32) -> (i64, String) {
     if o < 0 {
         return (-1, String::new());
     }
-    (o, k.metadata_of(group, topic, q))
+    (o, k.commit_metadata.get(group, topic, q))
 }
 
 /// (topic, [(partition, committed offset, metadata)]) for the topics asked (`None`: every

@@ -18,6 +18,7 @@
 //! ```
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
+mod commit_metadata;
 pub mod conn;
 mod fetch;
 pub mod group;
@@ -75,8 +76,8 @@ pub struct Kafka {
     /// `host:port` advertised in Metadata and FindCoordinator.
     pub advertised: (String, i32),
     pub node_id: i32,
-    /// OffsetCommit metadata per (group, topic, partition); offsets themselves are RocketMQ's.
-    commit_metadata: std::sync::Mutex<std::collections::HashMap<(String, String, i32), String>>,
+    /// OffsetCommit metadata strings; offsets themselves are RocketMQ's.
+    commit_metadata: commit_metadata::CommitMetadata,
 }
 
 impl Kafka {
@@ -94,6 +95,7 @@ impl Kafka {
             (h.to_owned(), i32::from(port))
         };
         let producers = producer_ids::ProducerIds::open(&c.config_dir().join("kafkaProducerId.json"))?;
+        let commit_metadata = commit_metadata::CommitMetadata::open(&c.config_dir().join("kafkaCommitMetadata.json"))?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig::default()),
@@ -101,22 +103,8 @@ impl Kafka {
             advertised,
             node_id,
             shared,
-            commit_metadata: Default::default(),
+            commit_metadata,
         }))
-    }
-
-    fn remember_metadata(&self, group: &str, topic: &str, partition: i32, metadata: &str) {
-        let mut m = self.commit_metadata.lock().unwrap_or_else(|e| e.into_inner());
-        if metadata.is_empty() {
-            m.remove(&(group.to_owned(), topic.to_owned(), partition));
-        } else {
-            m.insert((group.to_owned(), topic.to_owned(), partition), metadata.to_owned());
-        }
-    }
-
-    fn metadata_of(&self, group: &str, topic: &str, partition: i32) -> String {
-        let m = self.commit_metadata.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(&(group.to_owned(), topic.to_owned(), partition)).cloned().unwrap_or_default()
     }
 
     /// Accepts Kafka connections until `shutdown`; each is served by its own task.

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -224,7 +225,7 @@ class KafkaClientsTest {
     }
 
     @Test
-    void committed_offsets_resume_and_two_members_share_the_partitions() throws Exception {
+    void committed_offsets_survive_a_restart_and_two_members_share_the_partitions() throws Exception {
         String topic = Compat.unique("k-groups").replace('%', '-');
         createTopic(topic, 4);
         String group = Compat.unique("k-groups-g");
@@ -237,14 +238,13 @@ class KafkaClientsTest {
         try (KafkaConsumer<byte[], byte[]> c = consumer(group)) {
             c.subscribe(List.of(topic));
             pollUntil(c, 40, Duration.ofSeconds(60));
-            c.commitSync();
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            for (int q = 0; q < 4; q++) {
+                offsets.put(new TopicPartition(topic, q), new OffsetAndMetadata(10, "checkpoint-" + q));
+            }
+            c.commitSync(offsets);
         }
-        try (Admin admin = admin()) {
-            Map<TopicPartition, OffsetAndMetadata> committed =
-                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-            assertEquals(4, committed.size());
-            committed.values().forEach(o -> assertEquals(10L, o.offset(), "next offset committed per partition"));
-        }
+        assertCommitted(group, 10);
         // The same offsets through RocketMQ's admin (what mqadmin consumerProgress shows).
         var stats = Wait.until("the Kafka group in RocketMQ's consume stats", Duration.ofSeconds(20),
             () -> env.admin().examineConsumeStats(group), st -> st.getOffsetTable().size() == 4);
@@ -253,6 +253,10 @@ class KafkaClientsTest {
             assertEquals(10L, w.getBrokerOffset());
         });
         assertEquals(0L, stats.computeTotalDiff(), "no lag");
+        // Committed offsets survive a restart of the broker.
+        assertEquals(0, env.stopBroker(), "clean stop");
+        env.startBroker();
+        assertCommitted(group, 10);
         try (KafkaProducer<byte[], byte[]> p = producer("gzip")) {
             for (int i = 0; i < 40; i++) {
                 p.send(new ProducerRecord<>(topic, i % 4, null, utf8("b" + i)));
@@ -276,10 +280,23 @@ class KafkaClientsTest {
             assertEquals(2, c2.assignment().size(), "partitions of member 2: " + c2.assignment());
             assertTrue(values.stream().allMatch(v -> v.startsWith("b")), "resumed after the committed offsets: " + values);
             assertEquals(40, new HashSet<>(values).size(), "each new record once: " + values);
-            report("group resumed at the committed offsets; two members got 2 + 2 partitions");
+            report("group resumed at the offsets committed before a broker restart; two members got 2 + 2 partitions");
         } finally {
             c1.close(Duration.ofSeconds(5));
             c2.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /** Offsets and metadata of `group`, read by the AdminClient: `offset` and "checkpoint-<partition>" each. */
+    void assertCommitted(String group, long offset) throws Exception {
+        try (Admin admin = admin()) {
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            assertEquals(4, committed.size());
+            committed.forEach((tp, o) -> {
+                assertEquals(offset, o.offset(), "next offset committed on " + tp);
+                assertEquals("checkpoint-" + tp.partition(), o.metadata(), "commit metadata of " + tp);
+            });
         }
     }
 
