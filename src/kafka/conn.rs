@@ -183,5 +183,8 @@ mod tests {
         assert!(matches!(decode(seed("produce_v2")).unwrap(), Decoded::Answer(_)));
         assert!(decode(Bytes::from_static(&[0, 68, 0, 1, 0, 0, 0, 1])).is_err(), "unknown API");
         assert!(decode(Bytes::from_static(&[0, 1])).is_err(), "short");
+        // A 2^31-ish array count in a tiny frame: an error, not an allocation that aborts the
+        // process (vendor/kafka-protocol/FERROCKET-PATCH.md).
+        assert!(decode(seed("oom_array_count")).is_err());
     }
 }
