@@ -1,4 +1,4 @@
-// kafkajs 2.2.4 against ferrocket's Kafka listener. kafkajs speaks only the old, non-flexible
+// kafkajs 2.2.4 (with its snappy and lz4 codec packages) against ferrocket's Kafka listener. kafkajs speaks only the old, non-flexible
 // versions (Produce 7, Fetch 11, Metadata 6, JoinGroup 5, ...) and ignores the broker's minimums:
 // the other end of the range from the Java 4.x client. Started here: one ferrocket standalone with
 // kafkaListenPort (FERROCKET_BIN, default target/release/ferrocket).
@@ -11,8 +11,14 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
+import SnappyCodec from 'kafkajs-snappy';
+import LZ4Codec from '@2l/kafkajs-lz4';
 
-const { Kafka, CompressionTypes, logLevel } = kafkajs;
+const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = kafkajs;
+// kafkajs has gzip built in; snappy (pure JS) and lz4 (prebuilt lz4-napi) come as codec packages.
+// zstd would need a native build (cppzst), so kafkajs is not run with it.
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = process.env.FERROCKET_BIN || join(here, '..', '..', 'target', 'release', 'ferrocket');
 const run = Math.random().toString(36).slice(2, 8);
@@ -96,7 +102,8 @@ async function consume(groupId, topic, n, ms = 60000) {
   return got;
 }
 
-for (const [name, compression] of [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP]]) {
+for (const [name, compression] of [['none', CompressionTypes.None], ['gzip', CompressionTypes.GZIP],
+  ['snappy', CompressionTypes.Snappy], ['lz4', CompressionTypes.LZ4]]) {
   test(`an idempotent producer (${name}) and a group consumer keep keys, headers and offsets`, async () => {
     const topic = `js-${name}-${run}`;
     await createTopic(topic, 2);

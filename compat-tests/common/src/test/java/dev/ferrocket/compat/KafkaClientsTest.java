@@ -323,6 +323,31 @@ class KafkaClientsTest {
     }
 
     @Test
+    void a_kip848_consumer_fails_fast_with_a_clear_error() throws Exception {
+        String topic = Compat.unique("k-848").replace('%', '-');
+        createTopic(topic, 1);
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, Compat.unique("k-848-g"));
+        p.put("group.protocol", "consumer");
+        long start = System.nanoTime();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.subscribe(List.of(topic));
+            KafkaException e = assertThrows(KafkaException.class, () -> {
+                long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                while (System.nanoTime() < deadline) {
+                    c.poll(Duration.ofMillis(200));
+                }
+            });
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            report("a group.protocol=consumer poll failed after %d ms: %s", ms, e);
+            assertTrue(ms < 20_000, "failed fast: " + ms + " ms");
+            assertTrue(e.toString().contains("ConsumerGroupHeartbeat") || e.toString().contains("group protocol")
+                || e.toString().contains("not support"), e.toString());
+        }
+    }
+
+    @Test
     void a_transactional_producer_fails_fast_with_a_clear_error() {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
