@@ -280,6 +280,14 @@ class KafkaClientsTest {
             assertEquals(2, c2.assignment().size(), "partitions of member 2: " + c2.assignment());
             assertTrue(values.stream().allMatch(v -> v.startsWith("b")), "resumed after the committed offsets: " + values);
             assertEquals(40, new HashSet<>(values).size(), "each new record once: " + values);
+            try (Admin admin = admin()) {
+                var described = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                assertEquals("STABLE", described.state().toString().toUpperCase(java.util.Locale.ROOT));
+                assertEquals(2, described.members().size(), described.toString());
+                described.members().forEach(m -> assertEquals(2, m.assignment().topicPartitions().size(), m.toString()));
+                assertTrue(admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals(group)),
+                    "listConsumerGroups names the group");
+            }
             report("group resumed at the offsets committed before a broker restart; two members got 2 + 2 partitions");
         } finally {
             c1.close(Duration.ofSeconds(5));
