@@ -56,6 +56,14 @@ impl CommitMetadata {
         }
     }
 
+    /// Forgets all of `group`'s metadata (DeleteGroups).
+    pub async fn remove_group(&self, group: &str) {
+        let removed = self.lock().remove(group).is_some();
+        if removed {
+            let _ = self.file.persist().await;
+        }
+    }
+
     pub fn get(&self, group: &str, topic: &str, partition: i32) -> String {
         self.lock().get(group).and_then(|g| g.get(topic)).and_then(|p| p.get(&partition)).cloned().unwrap_or_default()
     }

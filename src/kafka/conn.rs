@@ -141,6 +141,7 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         RequestKind::OffsetFetch(r) => groups::offset_fetch(k, &req, r),
         RequestKind::ListGroups(r) => groups::list_groups(k, &req, r),
         RequestKind::DescribeGroups(r) => groups::describe_groups(k, &req, r),
+        RequestKind::DeleteGroups(r) => groups::delete_groups(k, &req, r).await,
         _ => anyhow::bail!("no handler for {key:?}"),
     }
 }

@@ -404,3 +404,22 @@ pub fn describe_groups(k: &Arc<Kafka>, req: &Request, r: DescribeGroupsRequest) 
         .collect();
     reply(req, &DescribeGroupsResponse::default().with_groups(groups))
 }
+
+/// DeleteGroups: an Empty group (or one known only by its committed offsets) loses its
+/// membership state and its offsets; a group with members is NON_EMPTY_GROUP.
+pub async fn delete_groups(k: &Arc<Kafka>, req: &Request, r: DeleteGroupsRequest) -> Reply {
+    let mut results = Vec::with_capacity(r.groups_names.len());
+    for id in r.groups_names {
+        let mut code = k.coordinator.delete_group(&id.0);
+        let offsets_removed = (code == group::errors::NONE || code == group::errors::GROUP_ID_NOT_FOUND)
+            && k.shared.offsets.remove_group(&id.0);
+        if offsets_removed {
+            code = group::errors::NONE;
+        }
+        if code == group::errors::NONE {
+            k.commit_metadata.remove_group(&id.0).await;
+        }
+        results.push(delete_groups_response::DeletableGroupResult::default().with_group_id(id).with_error_code(code));
+    }
+    reply(req, &DeleteGroupsResponse::default().with_results(results))
+}

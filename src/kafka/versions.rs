@@ -33,6 +33,7 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DeleteGroups, 0, 2),
 ];
 
 /// The advertised range of `key`, if it is served at all.

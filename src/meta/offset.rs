@@ -88,6 +88,19 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Forgets every offset `group` committed (Kafka's DeleteGroups); whether it had any.
+    pub fn remove_group(&self, group: &str) -> bool {
+        let mut t = self.table();
+        let before = t.len();
+        t.retain(|k, _| k.rsplit_once('@').is_none_or(|(_, g)| g != group));
+        let removed = t.len() != before;
+        drop(t);
+        if removed {
+            self.dirty.store(true, Ordering::Release);
+        }
+        removed
+    }
+
     /// Writes the file if anything changed since the last write (or `force`). Blocking.
     pub fn persist(&self, force: bool) -> std::io::Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) && !force {

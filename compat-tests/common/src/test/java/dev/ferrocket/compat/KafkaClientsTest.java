@@ -293,6 +293,14 @@ class KafkaClientsTest {
             c1.close(Duration.ofSeconds(5));
             c2.close(Duration.ofSeconds(5));
         }
+        try (Admin admin = admin()) {
+            Wait.until("the group Empty after both members left", Duration.ofSeconds(20),
+                () -> admin.describeConsumerGroups(List.of(group)).all().get().get(group).state().toString(),
+                st -> st.equalsIgnoreCase("EMPTY"));
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            assertTrue(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().isEmpty(),
+                "a deleted group has no committed offsets");
+        }
     }
 
     /** Offsets and metadata of `group`, read by the AdminClient: `offset` and "checkpoint-<partition>" each. */
