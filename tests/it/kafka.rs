@@ -290,3 +290,34 @@ async fn a_parked_fetch_is_woken_by_a_produce() {
     assert!(waited < Duration::from_secs(15), "woken by the produce, not by max_wait_ms ({waited:?})");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn oversized_batches_and_acks_all_without_a_slave_get_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = start_broker(dir.path(), |c| {
+        c.kafka_listen_port = port;
+        c.max_message_size = 4096;
+        c.broker_role = "SYNC_MASTER".into();
+    })
+    .await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "big", 1).await;
+    let big: Vec<Record> = (0..10)
+        .map(|_| Record { timestamp: 1, key: None, value: Some(Bytes::from(vec![7u8; 1000])), headers: vec![] })
+        .collect();
+    let mut oversized = BytesMut::new();
+    records::write_batch(&mut oversized, 0, &big);
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("big", 1, oversized.freeze())).await;
+    assert_eq!(first(&r), (10, -1), "MESSAGE_TOO_LARGE over maxMessageSize");
+    assert!(r.responses[0].partition_responses[0]
+        .error_message
+        .as_deref()
+        .is_some_and(|m| m.contains("maxMessageSize")));
+    // acks=1 is answered once stored; acks=all on a SYNC_MASTER with no slave: NOT_ENOUGH_REPLICAS.
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("big", 1, batch(1, None))).await;
+    assert_eq!(first(&r), (0, 0));
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("big", -1, batch(1, None))).await;
+    assert_eq!(first(&r).0, 19, "NOT_ENOUGH_REPLICAS");
+    b.stop().await;
+}

@@ -331,6 +331,11 @@ class KafkaClientsTest {
             ExecutionException e = assertThrows(ExecutionException.class,
                 () -> admin.createTopics(List.of(new NewTopic(topic + "-rf3", 1, (short) 3))).all().get());
             assertTrue(e.getCause() instanceof InvalidReplicationFactorException, e.toString());
+            // Compaction would be silently undone by retention: refused, with the reason.
+            ExecutionException compact = assertThrows(ExecutionException.class, () -> admin.createTopics(List.of(
+                new NewTopic(topic + "-compact", 1, (short) 1).configs(Map.of("cleanup.policy", "compact")))).all().get());
+            assertTrue(compact.getCause() instanceof org.apache.kafka.common.errors.InvalidConfigurationException
+                && compact.getCause().getMessage().contains("compact"), compact.toString());
             admin.deleteTopics(List.of(topic)).all().get();
             Wait.until("the deleted topic gone from listTopics", Duration.ofSeconds(10),
                 () -> !admin.listTopics().names().get().contains(topic));
