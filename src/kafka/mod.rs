@@ -98,7 +98,11 @@ impl Kafka {
         let commit_metadata = commit_metadata::CommitMetadata::open(&c.config_dir().join("kafkaCommitMetadata.json"))?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
-            coordinator: group::Coordinator::new(group::CoordinatorConfig::default()),
+            coordinator: group::Coordinator::new(group::CoordinatorConfig {
+                min_session_timeout_ms: c.kafka_group_min_session_timeout_ms,
+                max_session_timeout_ms: c.kafka_group_max_session_timeout_ms,
+                initial_rebalance_delay_ms: c.kafka_group_initial_rebalance_delay_ms.max(0),
+            }),
             producers,
             advertised,
             node_id,

@@ -121,6 +121,10 @@ config_struct! {
         kafka_advertised_address: String = String::new() => "kafkaAdvertisedAddress",
         /// Kafka `num.partitions`: queues of a topic a Kafka client auto-creates.
         kafka_num_partitions: i32 = 4 => "kafkaNumPartitions",
+        /// Kafka's group.initial.rebalance.delay.ms / group.min|max.session.timeout.ms.
+        kafka_group_initial_rebalance_delay_ms: i32 = 3000 => "kafkaGroupInitialRebalanceDelayMs",
+        kafka_group_min_session_timeout_ms: i32 = 6000 => "kafkaGroupMinSessionTimeoutMs",
+        kafka_group_max_session_timeout_ms: i32 = 1_800_000 => "kafkaGroupMaxSessionTimeoutMs",
     }
 }
 
