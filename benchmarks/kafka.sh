@@ -146,6 +146,11 @@ if pgrep -f ci-clone > /dev/null 2>&1; then
 fi
 
 FERROCKET="$ROOT/target/release/ferrocket"
+# The tree as the run starts (the binary is copied now, so this is what it was built next to).
+GIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')
+if [[ -n "$(cd "$ROOT" && git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]]; then
+  GIT="$GIT + uncommitted changes in src/"
+fi
 if [[ $BROKERS == *ferrocket* ]]; then
   if [[ ! -x "$FERROCKET" ]]; then
     log "building ferrocket (cargo build --release under flock /tmp/ferrocket-cargo.lock)"
@@ -261,6 +266,7 @@ flushDiskType=ASYNC_FLUSH
 kafkaListenPort=$kp
 kafkaAdvertisedAddress=127.0.0.1:$kp
 kafkaNumPartitions=4
+kafkaGroupInitialRebalanceDelayMs=0
 EOF
   printf 'listenPort=%s\nkvConfigPath=%s\nconfigStorePath=%s\n' "$ns" "$dir/home/kvConfig.json" \
     "$dir/home/namesrv.properties" > "$dir/namesrv.conf"
@@ -414,10 +420,6 @@ done
 # ---------------------------------------------------------------- 5. report
 
 ELAPSED=$(( $(date +%s) - STARTED_AT ))
-GIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')
-if [[ -n "$(cd "$ROOT" && git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]]; then
-  GIT="$GIT + uncommitted changes in src/"
-fi
 PLAN="Each round starts every broker afresh (new data directory), alternating which goes first, creates \
 two topics of 4 partitions with \`TopicCommand\` (Kafka's \`kafka-topics.sh\`), then runs Kafka $KAFKA_VERSION's \
 tools from the same classpath: \`ProducerPerformance --topic perf --num-records $RECORDS --record-size 1024 \
@@ -428,10 +430,8 @@ Kafka: KRaft single node (\`StorageTool format --standalone\`, \`kafka.Kafka ser
 process.roles=broker,controller, num.partitions=4, replication factors 1, \
 group.initial.rebalance.delay.ms=0, no per-message fsync as by default), JVM as \`kafka-server-start.sh\` \
 (-Xms1G -Xmx1G, G1 MaxGCPauseMillis=20). ferrocket: \`ferrocket standalone\` (NameServer and broker in one \
-process) with kafkaListenPort, kafkaNumPartitions=4, flushDiskType=ASYNC_FLUSH. Tools: -Xmx512M, as the \
-distribution's scripts. $ROUNDS round(s). Mind the group join: ferrocket's group coordinator has no \
-\`group.initial.rebalance.delay.ms\` setting and always waits Kafka's default 3 s before a new group's first \
-assignment, while the Kafka broker here is set to 0; the 'fetch' rate excludes the join for both."
+process) with kafkaListenPort, kafkaNumPartitions=4, kafkaGroupInitialRebalanceDelayMs=0, flushDiskType=ASYNC_FLUSH. Tools: -Xmx512M, as the \
+distribution's scripts. $ROUNDS round(s)."
 export META_DATE META_CMD META_UNAME META_NPROC META_CPU META_MEM META_JAVA META_FERROCKET META_GIT
 export META_LOAD_BEFORE META_LOAD_AFTER META_DURATION META_RUN META_PLAN META_NOTES META_KAFKA
 META_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
