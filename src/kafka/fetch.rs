@@ -147,7 +147,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
 }
 
 /// -2 earliest, -1 latest (the high watermark), -3 the newest record (v7+), otherwise the
-/// first offset stored at or after the time.
+/// first offset whose record timestamp is at or after the time.
 pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Reply {
     let s = &k.shared;
     s.store.await_dispatched(READ_AFTER_SEND_WAIT).await;
@@ -169,13 +169,7 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
                         Some(ts) => (max - 1, ts),
                         None => (-1, -1),
                     },
-                    t_ms if t_ms >= 0 => {
-                        let o = s.store.offset_in_queue_by_time(&t.name.0, q, t_ms);
-                        match born_time(k, &t.name.0, q, o).filter(|_| o < max) {
-                            Some(ts) => (o, ts),
-                            None => (-1, -1),
-                        }
-                    }
+                    t_ms if t_ms >= 0 => offset_for_time(k, &t.name.0, q, t_ms, min, max).unwrap_or((-1, -1)),
                     _ => {
                         parts.push(resp.with_error_code(error::UNSUPPORTED_VERSION).with_timestamp(-1).with_offset(-1));
                         continue;
@@ -188,6 +182,22 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
         topics.push(ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(parts));
     }
     reply(req, &ListOffsetsResponse::default().with_topics(topics))
+}
+
+/// The first offset in `[min, max)` whose record timestamp (born time) is at or after `target`,
+/// with that timestamp: a binary search, as over Kafka's time index (which assumes timestamps
+/// grow along the log, as one producer's do).
+fn offset_for_time(k: &Kafka, topic: &str, queue_id: i32, target: i64, min: i64, max: i64) -> Option<(i64, i64)> {
+    let (mut lo, mut hi) = (min, max);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match born_time(k, topic, queue_id, mid) {
+            Some(ts) if ts >= target => hi = mid,
+            // Older, or a unit that no longer resolves (deleted): look later.
+            _ => lo = mid + 1,
+        }
+    }
+    born_time(k, topic, queue_id, lo).filter(|_| lo < max).map(|ts| (lo, ts))
 }
 
 fn born_time(k: &Kafka, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {

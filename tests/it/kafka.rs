@@ -210,6 +210,18 @@ async fn a_replayed_idempotent_batch_is_stored_once_and_a_gap_is_refused() {
     ]);
     let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &lo).await;
     assert_eq!(r.topics[0].partitions[0].offset, 5, "3 + 2 records stored, the replay not");
+    // By record time: the batches carry timestamps 1000, 1001, 1002 and 1000, 1001.
+    let at = |ts: i64| {
+        let mut q = lo.clone();
+        q.topics[0].partitions[0].timestamp = ts;
+        q
+    };
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(1002)).await;
+    assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (2, 1002));
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(0)).await;
+    assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (0, 1000));
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(999_999)).await;
+    assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (-1, -1), "none that late");
     b.stop().await;
 }
 
