@@ -146,7 +146,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
     out.with_records(Some(batch.freeze()))
 }
 
-/// -2 earliest, -1 latest (the high watermark), -3 the newest record (v7+), otherwise the
+/// -2 earliest, -1 latest (the high watermark), -3 the largest record timestamp (v7+), otherwise the
 /// first offset whose record timestamp is at or after the time.
 pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Reply {
     let s = &k.shared;
@@ -165,10 +165,7 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
                 let (offset, ts) = match p.timestamp {
                     -2 => (min, -1),
                     -1 => (max, -1),
-                    -3 if req.version >= 7 => match born_time(k, &t.name.0, q, max - 1) {
-                        Some(ts) => (max - 1, ts),
-                        None => (-1, -1),
-                    },
+                    -3 if req.version >= 7 => max_timestamp(k, &t.name.0, q, min, max).await.unwrap_or((-1, -1)),
                     t_ms if t_ms >= 0 => offset_for_time(k, &t.name.0, q, t_ms, min, max).unwrap_or((-1, -1)),
                     _ => {
                         parts.push(resp.with_error_code(error::UNSUPPORTED_VERSION).with_timestamp(-1).with_offset(-1));
@@ -182,6 +179,34 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
         topics.push(ListOffsetsTopicResponse::default().with_name(t.name).with_partitions(parts));
     }
     reply(req, &ListOffsetsResponse::default().with_topics(topics))
+}
+
+/// Kafka's MAX_TIMESTAMP: the record with the largest timestamp (the first of equals), found by
+/// reading each record's born time in place, off the async workers.
+async fn max_timestamp(k: &Kafka, topic: &str, queue_id: i32, min: i64, max: i64) -> Option<(i64, i64)> {
+    let (store, topic) = (k.shared.store.clone(), topic.to_owned());
+    let scan = move || {
+        let mut best: Option<(i64, i64)> = None;
+        let mut next = min;
+        while next < max {
+            let got = store.get_message(&topic, queue_id, next, 1024, usize::MAX, &AcceptAll);
+            if got.messages.is_empty() {
+                if got.next_begin_offset > next {
+                    next = got.next_begin_offset;
+                    continue;
+                }
+                break;
+            }
+            for (offset, ts) in got.messages.iter().filter_map(|m| record::queue_offset_and_born_time(m)) {
+                if best.is_none_or(|(_, b)| ts > b) {
+                    best = Some((offset, ts));
+                }
+            }
+            next = got.next_begin_offset.max(next + 1);
+        }
+        best
+    };
+    tokio::task::spawn_blocking(scan).await.ok().flatten()
 }
 
 /// The first offset in `[min, max)` whose record timestamp (born time) is at or after `target`,

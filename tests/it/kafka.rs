@@ -220,6 +220,12 @@ async fn a_replayed_idempotent_batch_is_stored_once_and_a_gap_is_refused() {
     assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (2, 1002));
     let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(0)).await;
     assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (0, 1000));
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(-3)).await;
+    assert_eq!(
+        (r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp),
+        (2, 1002),
+        "MAX_TIMESTAMP: the largest record timestamp, not the newest record"
+    );
     let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &at(999_999)).await;
     assert_eq!((r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp), (-1, -1), "none that late");
     b.stop().await;

@@ -310,6 +310,12 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Option<StoredMessage> {
     })
 }
 
+/// A record's queue offset and born timestamp, read in place (fixed positions in both magics).
+pub fn queue_offset_and_born_time(buf: &[u8]) -> Option<(i64, i64)> {
+    let at = |r: std::ops::Range<usize>| buf.get(r).and_then(|b| <[u8; 8]>::try_from(b).ok()).map(i64::from_be_bytes);
+    Some((at(20..28)?, at(40..48)?))
+}
+
 /// The properties string of the record at the start of `buf` (no copy); `None` if it is not a
 /// whole, valid record.
 pub fn properties(buf: &[u8]) -> Option<&[u8]> {
