@@ -9,6 +9,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
@@ -38,12 +39,20 @@ pub struct Request {
 pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::with_capacity(64 * 1024, read);
+    let idle = match k.shared.config.kafka_connections_max_idle_ms {
+        0 => Duration::MAX,
+        ms => Duration::from_millis(ms),
+    };
     loop {
         let size = tokio::select! {
             _ = shutdown.cancelled() => return,
-            s = read.read_i32() => match s {
-                Ok(s) => s,
-                Err(_) => return, // closed by the client
+            s = tokio::time::timeout(idle, read.read_i32()) => match s {
+                Ok(Ok(s)) => s,
+                Ok(Err(_)) => return, // closed by the client
+                Err(_) => {
+                    debug!(%peer, idle_ms = k.shared.config.kafka_connections_max_idle_ms, "closing an idle Kafka connection");
+                    return;
+                }
             },
         };
         let Some(size) = usize::try_from(size).ok().filter(|s| (8..=MAX_REQUEST).contains(s)) else {

@@ -115,7 +115,16 @@ impl Kafka {
     pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: CancellationToken, tracker: TaskTracker) {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
+        // `maxConnections`, as on the RocketMQ listeners: further connections wait in the backlog.
+        let permits = Arc::new(tokio::sync::Semaphore::new(self.shared.config.max_connections.max(1)));
         loop {
+            let permit = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                p = permits.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => break,
+                },
+            };
             let accepted = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 a = listener.accept() => a,
@@ -123,7 +132,11 @@ impl Kafka {
             match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    tracker.spawn(conn::serve(self.clone(), stream, peer, shutdown.clone()));
+                    let (k, stop) = (self.clone(), shutdown.clone());
+                    tracker.spawn(async move {
+                        conn::serve(k, stream, peer, stop).await;
+                        drop(permit);
+                    });
                 }
                 Err(e) => {
                     warn!(addr, error = %e, "Kafka listener: accept failed");

@@ -125,6 +125,8 @@ config_struct! {
         kafka_group_initial_rebalance_delay_ms: i32 = 3000 => "kafkaGroupInitialRebalanceDelayMs",
         kafka_group_min_session_timeout_ms: i32 = 6000 => "kafkaGroupMinSessionTimeoutMs",
         kafka_group_max_session_timeout_ms: i32 = 1_800_000 => "kafkaGroupMaxSessionTimeoutMs",
+        /// Kafka's connections.max.idle.ms: a connection silent this long is closed (0: never).
+        kafka_connections_max_idle_ms: u64 = 600_000 => "kafkaConnectionsMaxIdleMs",
     }
 }
 

@@ -339,3 +339,21 @@ async fn oversized_batches_and_acks_all_without_a_slave_get_kafkas_codes() {
     assert_eq!(first(&r).0, 19, "NOT_ENOUGH_REPLICAS");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_kafka_connections_max_idle_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = start_broker(dir.path(), |c| {
+        c.kafka_listen_port = port;
+        c.kafka_connections_max_idle_ms = 300;
+    })
+    .await;
+    let mut c = Conn::open(port).await;
+    let r: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
+    assert_eq!(r.error_code, 0);
+    let start = std::time::Instant::now();
+    assert!(c.recv().await.is_none(), "the broker closes a silent connection");
+    assert!(start.elapsed() >= Duration::from_millis(250), "not before the idle time: {:?}", start.elapsed());
+    b.stop().await;
+}
