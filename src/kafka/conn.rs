@@ -131,7 +131,7 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         peer,
     };
     match *decoded {
-        RequestKind::ApiVersions(_) => reply(&req, &versions::api_versions(version)),
+        RequestKind::ApiVersions(_) => reply(&req, &versions::api_versions()),
         RequestKind::Produce(r) => produce::handle(k, &req, r).await,
         RequestKind::Fetch(r) => fetch::handle(k, &req, r).await,
         RequestKind::ListOffsets(r) => fetch::list_offsets(k, &req, r).await,

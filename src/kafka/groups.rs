@@ -19,6 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::conn::{reply, Reply, Request};
 use super::group::{self, JoinRequest, LeaveMember, SyncRequest};
+use super::metadata::s;
 use super::records::error;
 use super::Kafka;
 
@@ -26,10 +27,6 @@ const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 /// `offset.metadata.max.bytes`.
 const MAX_METADATA: usize = 4096;
-
-fn s(v: impl Into<String>) -> StrBytes {
-    StrBytes::from_string(v.into())
-}
 
 fn opt(v: &Option<StrBytes>) -> Option<String> {
     v.as_ref().map(|x| x.to_string())

@@ -58,7 +58,8 @@ pub fn topic_id(topic: &str) -> uuid::Uuid {
     uuid::Uuid::from_u128(h.max(1))
 }
 
-fn s(v: impl Into<String>) -> StrBytes {
+/// A protocol string from any text (shared by the handlers).
+pub(super) fn s(v: impl Into<String>) -> StrBytes {
     StrBytes::from_string(v.into())
 }
 

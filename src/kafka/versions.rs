@@ -41,15 +41,14 @@ pub fn range(key: ApiKey) -> Option<(i16, i16)> {
     ADVERTISED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| (*min, *max))
 }
 
-/// The ApiVersions body for a request of `version` (already known to be at most 4).
-pub fn api_versions(version: i16) -> ApiVersionsResponse {
+/// The ApiVersions body: every advertised range (the same list for every version served).
+pub fn api_versions() -> ApiVersionsResponse {
     let api_keys = ADVERTISED
         .iter()
         .map(|(k, min, max)| {
             ApiVersion::default().with_api_key(*k as i16).with_min_version(*min).with_max_version(*max)
         })
         .collect();
-    let _ = version;
     ApiVersionsResponse::default().with_error_code(error::NONE).with_api_keys(api_keys)
 }
 
