@@ -223,6 +223,96 @@ pub fn to_properties(entries: &[(&str, String)]) -> String {
     s
 }
 
+/// Rewrites properties `text` (ISO-8859-1 bytes) with `updates` applied, keeping everything
+/// else (comments, order, blank lines, line ends): a key's last definition is replaced in place
+/// (as `key=value`; where a key is defined twice, the last one is the one `load` keeps), a key
+/// not yet defined is appended. What `UPDATE_BROKER_CONFIG` / `UPDATE_NAMESRV_CONFIG` write back
+/// to the file given with `-c`; Java rewrites the whole file with every key instead.
+pub fn merge_properties(text: &[u8], updates: &[(String, String)]) -> Vec<u8> {
+    let text: String = text.iter().map(|&b| b as char).collect();
+    let mut lines: Vec<String> =
+        if text.is_empty() { Vec::new() } else { text.split('\n').map(str::to_owned).collect() };
+    // A trailing newline leaves an empty last piece: appended keys go before it.
+    let ends_with_newline = lines.last().is_some_and(|l| l.is_empty());
+    if ends_with_newline {
+        lines.pop();
+    }
+    // (first physical line, last physical line, key) of every logical line.
+    let mut defs: Vec<(usize, usize, String)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let start = i;
+        let mut logical = lines[i].trim_end_matches('\r').trim_start_matches([' ', '\t', '\x0c']).to_owned();
+        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
+            i += 1;
+            continue;
+        }
+        while ends_with_odd_backslashes(&logical) && i + 1 < lines.len() {
+            logical.pop();
+            i += 1;
+            logical.push_str(lines[i].trim_end_matches('\r').trim_start_matches([' ', '\t', '\x0c']));
+        }
+        defs.push((start, i, unescape(split_key_value(&logical).0)));
+        i += 1;
+    }
+    let mut replaced: Vec<Option<String>> = vec![None; lines.len()];
+    let mut dropped = vec![false; lines.len()];
+    let mut appended = Vec::new();
+    for (key, value) in updates {
+        let line = format!("{}={}", escape(key, true), escape(value, false));
+        match defs.iter().rev().find(|(_, _, k)| k == key) {
+            Some(&(first, last, _)) => {
+                let cr = if lines[last].ends_with('\r') { "\r" } else { "" };
+                replaced[first] = Some(format!("{line}{cr}"));
+                dropped[first + 1..=last].iter_mut().for_each(|d| *d = true);
+            }
+            None => appended.push(line),
+        }
+    }
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + appended.len());
+    for (n, l) in lines.into_iter().enumerate() {
+        if !dropped[n] {
+            out.push(replaced[n].take().unwrap_or(l));
+        }
+    }
+    out.extend(appended);
+    let mut joined = out.join("\n");
+    if !joined.is_empty() {
+        joined.push('\n');
+    }
+    joined.chars().flat_map(latin1).collect()
+}
+
+/// One char as ISO-8859-1 bytes: itself, or `\uXXXX` (UTF-16 units) above U+00FF.
+fn latin1(c: char) -> Vec<u8> {
+    match u8::try_from(u32::from(c)) {
+        Ok(b) => vec![b],
+        Err(_) => c.encode_utf16(&mut [0; 2]).iter().flat_map(|u| format!("\\u{u:04X}").into_bytes()).collect(),
+    }
+}
+
+/// Escapes a key or value as `Properties.store` does (separators in keys, a leading blank in
+/// values, control characters, backslashes).
+fn escape(s: &str, key: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\x0c' => out.push_str("\\f"),
+            ' ' if key || i == 0 => out.push_str("\\ "),
+            '=' | ':' | '#' | '!' if key || i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The user's home directory, as Java's `user.home`.
 pub fn home_dir() -> PathBuf {
     std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
@@ -247,6 +337,31 @@ mod tests {
                 ("empty".into(), "".into()),
             ]
         );
+    }
+
+    #[test]
+    fn merge_replaces_in_place_appends_and_round_trips() {
+        let text = b"# broker\r\nbrokerName=a\r\n\nlistenPort = 10911\nflushDiskType=ASYNC_\\\n  FLUSH\nlistenPort=10912\n# end\n";
+        let up = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let merged = merge_properties(
+            text,
+            &[up("listenPort", "20911"), up("flushDiskType", "SYNC_FLUSH"), up("new key", " x=y\\é€")],
+        );
+        let s: String = merged.iter().map(|&b| b as char).collect();
+        // Comments, blank lines, CRLF and the first (shadowed) listenPort stay as they were.
+        assert_eq!(
+            s,
+            "# broker\r\nbrokerName=a\r\n\nlistenPort = 10911\nflushDiskType=SYNC_FLUSH\nlistenPort=20911\n# end\nnew\\ key=\\ x=y\\\\\u{e9}\\u20AC\n"
+        );
+        let back = parse_properties(&merged);
+        let get = |k: &str| back.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("listenPort").as_deref(), Some("20911"));
+        assert_eq!(get("flushDiskType").as_deref(), Some("SYNC_FLUSH"));
+        assert_eq!(get("new key").as_deref(), Some(" x=y\\é€"));
+        assert_eq!(get("brokerName").as_deref(), Some("a"));
+        // An empty or missing file becomes just the updates.
+        assert_eq!(merge_properties(b"", &[up("a", "1")]), b"a=1\n");
+        assert_eq!(merge_properties(b"a=0", &[up("a", "1"), up("b", "2")]), b"a=1\nb=2\n");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod client;
+pub mod config_file;
 pub use crate::meta::live::LiveConfig;
 pub use crate::meta::{config, hold, offset, subscription, topic};
 pub mod convert;
@@ -27,6 +28,7 @@ pub mod timer;
 pub mod transaction;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,6 +74,8 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
     pub live: Arc<LiveConfig>,
+    /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
+    pub config_file: config_file::BrokerConfigFile,
     /// Master roles: streams the CommitLog to slaves.
     pub ha_service: Option<Arc<crate::ha::HaService>>,
     /// Slave role: replicates from the master.
@@ -217,7 +221,9 @@ impl Broker {
             CancellationToken::new(),
         );
         let live = Arc::new(LiveConfig::new(&config));
+        let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
         let inner = Arc::new(BrokerInner {
+            config_file: config_file::BrokerConfigFile::new(config_path),
             config,
             store,
             topics: Arc::new(topics),

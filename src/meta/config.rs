@@ -63,6 +63,10 @@ config_struct! {
         enable_property_filter: bool = false => "enablePropertyFilter",
         /// Java's bloom-filter pre-check for SQL92; accepted, no effect (every candidate is read).
         enable_calc_filter_bit_map: bool = false => "enableCalcFilterBitMap",
+        /// Where UPDATE_BROKER_CONFIG writes its changes; the `-c` file unless set.
+        broker_config_path: String = String::new() => "brokerConfigPath",
+        /// Keys UPDATE_BROKER_CONFIG refuses (`;`-separated).
+        config_black_list: String = "configBlackList;brokerConfigPath".into() => "configBlackList",
         acl_enable: bool = false => "aclEnable",
         authentication_enabled: bool = false => "authenticationEnabled",
         authorization_enabled: bool = false => "authorizationEnabled",
@@ -205,8 +209,17 @@ impl BrokerConfig {
         if let Some(n) = namesrv {
             c.namesrv_addr = n.to_owned();
         }
+        // Java (`BrokerStartup`): the `-c` file is where config changes are written back.
+        if let (Some(path), true) = (file, c.broker_config_path.is_empty()) {
+            c.broker_config_path = path.display().to_string();
+        }
         c.validate()?;
         Ok(c)
+    }
+
+    /// Whether UPDATE_BROKER_CONFIG refuses `key` (`configBlackList`).
+    pub fn is_black_listed(&self, key: &str) -> bool {
+        self.config_black_list.split(';').any(|k| k.trim() == key)
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

@@ -62,12 +62,15 @@ const NO_EFFECT: &[&str] = &[
 
 impl NamesrvConfig {
     /// Defaults, then `file` if given. Unknown keys are warned about once; bad values refuse.
+    /// As in Java (`NamesrvStartup`), the file becomes `configStorePath`: UPDATE_NAMESRV_CONFIG
+    /// writes its changes back into it, so a restart keeps them.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut config = Self::default();
         if let Some(path) = file {
             for (key, value) in read_properties(path)? {
                 config.apply(&key, &value)?;
             }
+            config.config_store_path = path.to_owned();
         }
         config.validate()?;
         Ok(config)
@@ -135,6 +138,8 @@ mod tests {
         let c = NamesrvConfig::load(Some(&path)).unwrap();
         assert_eq!(c.listen_port, 19876);
         assert!(c.order_message_enable);
+        assert_eq!(c.config_store_path, path, "the -c file is where config changes are written back (Java)");
+        assert_ne!(NamesrvConfig::load(None).unwrap().config_store_path, path);
 
         std::fs::write(&path, "listenPort=9876 \n").unwrap();
         let err = NamesrvConfig::load(Some(&path)).unwrap_err().to_string();

@@ -1,7 +1,7 @@
 //! The NameServer's request handler: one function per request code
 //! (`DefaultRequestProcessor.java`, `ClientRequestProcessor.java`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
@@ -62,6 +62,8 @@ pub struct NamesrvProcessor {
     config: Arc<RwLock<NamesrvConfig>>,
     /// The one writer of the config file UPDATE_NAMESRV_CONFIG persists to.
     config_file: Arc<crate::persist::ConfigFile>,
+    /// Keys UPDATE_NAMESRV_CONFIG changed: the ones written back to that file.
+    updated: Arc<Mutex<BTreeSet<&'static str>>>,
     started: Instant,
     /// Connections brokers registered over, so an expired broker's connection can be closed.
     broker_conns: Mutex<HashMap<u64, Weak<Connection>>>,
@@ -72,15 +74,25 @@ impl NamesrvProcessor {
         let path = config.config_store_path.clone();
         let config = Arc::new(RwLock::new(config));
         let source = config.clone();
+        let updated: Arc<Mutex<BTreeSet<&'static str>>> = Arc::default();
+        let (keys, file) = (updated.clone(), path.clone());
+        // The file as it is, with every key changed since start-up set to its current value (the
+        // writer is the file's only writer, so reading it here sees our last write).
         let snapshot = move || {
-            let c = source.read().unwrap_or_else(|e| e.into_inner());
-            crate::config::to_properties(&c.entries()).into_bytes()
+            let text = std::fs::read(&file).unwrap_or_default();
+            let changed: Vec<(String, String)> = {
+                let (c, keys) =
+                    (source.read().unwrap_or_else(|e| e.into_inner()), keys.lock().unwrap_or_else(|e| e.into_inner()));
+                c.entries().into_iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.to_owned(), v)).collect()
+            };
+            crate::config::merge_properties(&text, &changed)
         };
         Self {
             routes: RwLock::new(RouteInfoManager::new()),
             kv: Arc::new(kv),
             config,
             config_file: crate::persist::ConfigFile::new(path, Box::new(snapshot)),
+            updated,
             started: Instant::now(),
             broker_conns: Mutex::new(HashMap::new()),
         }
@@ -379,6 +391,8 @@ impl NamesrvProcessor {
                 return Err(NamesrvError::Refused("configStorePath cannot change while running".into()));
             }
             *current = next;
+            let known = NamesrvConfig::KEYS.iter().filter(|k| pairs.iter().any(|(p, _)| p == *k));
+            self.updated.lock().unwrap_or_else(|e| e.into_inner()).extend(known);
         }
         info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "namesrv config updated");
         // One writer: the file never ends up with an older config than a later request's.

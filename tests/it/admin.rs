@@ -56,3 +56,53 @@ async fn admin_commands_show_cluster_topics_and_messages() {
     assert!(matches!(err, AdminError::Refused { code: 17, .. }), "{err}");
     b.stop().await;
 }
+
+/// UPDATE_BROKER_CONFIG: refusals name the key and write nothing; accepted keys land in the
+/// config file in place (comments kept), live keys at once, the others with a remark that they
+/// need a restart; a broker without a config file refuses the latter.
+#[tokio::test]
+async fn broker_config_updates_are_checked_and_written_back_to_the_config_file() {
+    use ferrocket::protocol::{RequestCode, ResponseCode};
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(&conf, "# mine\nbrokerName=broker-t\nbrokerPermission=6\n").unwrap();
+    let path = conf.display().to_string();
+    let b = start_broker(dir.path(), |c| c.broker_config_path = path).await;
+    let c = client();
+    let update = |body: &str| request(RequestCode::UPDATE_BROKER_CONFIG, &[]).with_body(body.to_owned());
+    let refused = [
+        ("brokerConfigPath=/tmp/x\n", ResponseCode::NO_PERMISSION, "black list"),
+        ("noSuchKey=1\n", ResponseCode::SYSTEM_ERROR, "noSuchKey"),
+        ("defaultTopicQueueNums=many\n", ResponseCode::SYSTEM_ERROR, "defaultTopicQueueNums"),
+        ("brokerRole=LEADER\n", ResponseCode::SYSTEM_ERROR, "brokerRole"),
+    ];
+    for (body, code, names) in refused {
+        let resp = call_addr(&c, &b.addr, update(body)).await;
+        assert_eq!(resp.response_code(), code, "{body}");
+        assert!(resp.remark.as_deref().unwrap_or("").contains(names), "{body}: {:?}", resp.remark);
+    }
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), "# mine\nbrokerName=broker-t\nbrokerPermission=6\n");
+
+    let resp = call_addr(&c, &b.addr, update("brokerPermission=4\ndefaultTopicQueueNums=3\n")).await;
+    assert_eq!(resp.response_code(), ResponseCode::SUCCESS, "{:?}", resp.remark);
+    let remark = resp.remark.unwrap_or_default();
+    assert!(remark.contains("defaultTopicQueueNums") && remark.contains("restart"), "{remark}");
+    assert!(!remark.contains("brokerPermission"), "a live key is not said to need a restart: {remark}");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert_eq!(text, "# mine\nbrokerName=broker-t\nbrokerPermission=4\ndefaultTopicQueueNums=3\n");
+    let loaded = ferrocket::broker::BrokerConfig::load(Some(&conf), None).unwrap();
+    assert_eq!((loaded.broker_permission, loaded.default_topic_queue_nums), (4, 3));
+    let get = call_addr(&c, &b.addr, request(RequestCode::GET_BROKER_CONFIG, &[])).await;
+    assert!(String::from_utf8_lossy(&get.body).contains("brokerPermission=4\n"), "live value");
+    b.stop().await;
+
+    // No config file: a key that needs a restart could never take effect.
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let resp = call_addr(&c, &b.addr, update("defaultTopicQueueNums=3\n")).await;
+    assert_eq!(resp.response_code(), ResponseCode::SYSTEM_ERROR);
+    assert!(resp.remark.unwrap_or_default().contains("no config file"));
+    let resp = call_addr(&c, &b.addr, update("autoCreateTopicEnable=false\n")).await;
+    assert_eq!(resp.response_code(), ResponseCode::SUCCESS, "a live key without a file: {:?}", resp.remark);
+    b.stop().await;
+}

@@ -163,7 +163,13 @@ async fn namesrv_config_get_and_update() {
     assert_eq!(call(&c, ns.addr, update).await.response_code(), ResponseCode::SUCCESS);
     let get = call(&c, ns.addr, request(RequestCode::GET_NAMESRV_CONFIG, &[])).await;
     assert!(String::from_utf8(get.body.to_vec()).unwrap().contains("orderMessageEnable=true"));
-    assert!(ns.dir.path().join("namesrv.properties").exists(), "updated config not persisted");
+    // Written back into the file in place: what was there stays, the changed key is replaced.
+    let file = ns.dir.path().join("namesrv.properties");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "orderMessageEnable=true\n", "updated config not persisted");
+    std::fs::write(&file, "# mine\norderMessageEnable=true\nlistenPort=1\n").unwrap();
+    let update = request(RequestCode::UPDATE_NAMESRV_CONFIG, &[]).with_body("orderMessageEnable=false\n");
+    assert_eq!(call(&c, ns.addr, update).await.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "# mine\norderMessageEnable=false\nlistenPort=1\n");
 
     let black = request(RequestCode::UPDATE_NAMESRV_CONFIG, &[]).with_body("kvConfigPath=/tmp/x\n");
     assert_eq!(call(&c, ns.addr, black).await.response_code(), ResponseCode::NO_PERMISSION);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::send::validate_topic;
 use super::{fail, ok, BrokerError, Handled};
-use crate::broker::{BrokerConfig, BrokerInner};
+use crate::broker::BrokerInner;
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::{TopicConfig, TopicFilterType};
 use crate::protocol::body::register::TopicConfigSerializeWrapper;
@@ -181,20 +181,33 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
 /// Keys UPDATE_BROKER_CONFIG changes while running; others need a restart.
 const LIVE_KEYS: &[&str] = &["brokerPermission", "autoCreateTopicEnable", "autoCreateSubscriptionGroup"];
 
-pub fn update_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+/// UPDATE_BROKER_CONFIG (`AdminBrokerProcessor.updateBrokerConfig`): every key is checked (a
+/// black-listed key NO_PERMISSION, as Java; an unknown key or a bad value SYSTEM_ERROR naming
+/// it, where Java ignores it), the live keys take effect at once, and all of them are written
+/// back to the config file, so a restart keeps them and applies the others. Without a config
+/// file a key that needs a restart is refused: the change could never take effect.
+pub async fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let pairs = crate::config::parse_properties(&req.body);
-    let mut next = b.config.clone();
-    for (key, value) in &pairs {
-        if !LIVE_KEYS.contains(&key.as_str()) {
-            let why = if BrokerConfig::KEYS.contains(&key.as_str()) {
-                "cannot be changed while the broker runs; edit broker.conf and restart"
-            } else {
-                "is not a broker config key"
-            };
-            return fail(ResponseCode::SYSTEM_ERROR, format!("config key '{key}' {why}"));
-        }
-        next.set(key, value).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
+    if pairs.iter().any(|(k, _)| b.config.is_black_listed(k)) {
+        return fail(ResponseCode::NO_PERMISSION, "Can not update config in black list.");
     }
+    let mut next = b.config.clone();
+    let mut restart = Vec::new();
+    for (key, value) in &pairs {
+        if !next.set(key, value).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))? {
+            return fail(ResponseCode::SYSTEM_ERROR, format!("config key '{key}' is not a broker config key"));
+        }
+        if !LIVE_KEYS.contains(&key.as_str()) {
+            if !b.config_file.exists() {
+                return fail(
+                    ResponseCode::SYSTEM_ERROR,
+                    format!("config key '{key}' cannot be changed while the broker runs and there is no config file (-c) to keep it in; edit broker.conf and restart"),
+                );
+            }
+            restart.push(key.as_str());
+        }
+    }
+    next.validate().map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
     if next.broker_permission != b.live.broker_permission() {
         b.topics.bump_version();
     }
@@ -203,7 +216,15 @@ pub fn update_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     b.groups.set_auto_create(next.auto_create_subscription_group);
     tracing::info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "broker config updated");
     b.register_now.notify_one();
-    Ok(Some(ok(req)))
+    if let Err(e) = b.config_file.record(&pairs).await {
+        let path = b.config_file.path().map(|p| p.display().to_string()).unwrap_or_default();
+        return fail(ResponseCode::SYSTEM_ERROR, format!("config updated but not written to {path}: {e}"));
+    }
+    let mut resp = ok(req);
+    if !restart.is_empty() {
+        resp.remark = Some(format!("{} written to the config file; takes effect after a restart", restart.join(", ")));
+    }
+    Ok(Some(resp))
 }
 
 pub fn get_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {

@@ -116,7 +116,7 @@ impl BrokerProcessor {
             RequestCode(223) => stats::invoke_broker_to_get_consumer_status(b, req).await,
             RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
-            RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req),
+            RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
             code => Ok(Some(RemotingCommand::error_response(
                 req,
                 ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
