@@ -76,6 +76,8 @@ func startFerrocket(bin, dir string) (*ferrocket, error) {
 		{"autoCreateTopicEnable", "true"},
 		{"autoCreateSubscriptionGroup", "true"},
 		{"enablePropertyFilter", "true"},
+		// The Go client's trace dispatcher sends only to an existing trace topic (TestMessageTrace).
+		{"traceTopicEnable", "true"},
 		// Transaction checks every second, for transactions unanswered for a second.
 		{"transactionCheckInterval", "1000"},
 		{"transactionTimeOut", "1000"},

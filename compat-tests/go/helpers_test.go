@@ -181,6 +181,7 @@ type delivery struct {
 	msgID           string
 	offsetMsgID     string
 	topic           string
+	props           map[string]string
 	at              time.Time
 }
 
@@ -203,6 +204,7 @@ func (r *recorder) add(msgs ...*primitive.MessageExt) {
 			msgID:       m.MsgId,
 			offsetMsgID: m.OffsetMsgId,
 			topic:       m.Topic,
+			props:       m.GetProperties(),
 			at:          now,
 		}
 		if m.Queue != nil {

@@ -10,10 +10,36 @@ use crate::protocol::header::broker::SendMessageRequestHeader;
 use crate::protocol::ResponseCode;
 use crate::store::{GetMessageStatus, PutStatus};
 
-/// Properties as stored: the client's, plus `UNIQ_KEY` if missing and `CLUSTER` (Java parses them
-/// into a map and writes it back, which drops malformed entries and keeps the last of a
-/// repeated name). One pass and one allocation when every name is unique, the usual case.
-pub fn stored_properties(client: &str, cluster: &str, uniq_key: impl FnOnce() -> String) -> String {
+/// What the broker itself writes into every message it takes from a producer, replacing a
+/// client's value of the same name: `MSG_REGION` and `TRACE_ON` (Java's `buildMsgContext` puts
+/// them into the request's properties; a consumer's trace hook reads them from the message) and
+/// `CLUSTER` (`sendMessage` / `sendBatchMessage`).
+#[derive(Clone, Copy, Debug)]
+pub struct BrokerProperties<'a> {
+    pub region: &'a str,
+    pub trace_on: bool,
+    pub cluster: &'a str,
+}
+
+impl BrokerProperties<'_> {
+    fn entries(&self) -> [(&str, &str); 3] {
+        [
+            (property::MSG_REGION, self.region),
+            (property::TRACE_ON, if self.trace_on { "true" } else { "false" }),
+            (property::CLUSTER, self.cluster),
+        ]
+    }
+
+    fn names(&self) -> [&'static str; 3] {
+        [property::MSG_REGION, property::TRACE_ON, property::CLUSTER]
+    }
+}
+
+/// Properties as stored: the client's, plus `UNIQ_KEY` if missing and the broker's own
+/// ([`BrokerProperties`]) (Java parses them into a map and writes it back, which drops malformed
+/// entries and keeps the last of a repeated name). One pass and one allocation when every name
+/// is unique, the usual case.
+pub fn stored_properties(client: &str, broker: BrokerProperties<'_>, uniq_key: impl FnOnce() -> String) -> String {
     let entries = || {
         client.split(message::PROPERTY_SEPARATOR).filter_map(|seg| {
             let (k, v) = seg.split_once(message::NAME_VALUE_SEPARATOR)?;
@@ -29,23 +55,27 @@ pub fn stored_properties(client: &str, cluster: &str, uniq_key: impl FnOnce() ->
     if !unique {
         let mut props = message::parse_properties(client);
         props.entry(property::UNIQ_KEY.to_owned()).or_insert_with(uniq_key);
-        props.insert(property::CLUSTER.to_owned(), cluster.to_owned());
+        for (k, v) in broker.entries() {
+            props.insert(k.to_owned(), v.to_owned());
+        }
         return message::map_to_properties(&props);
     }
-    let mut out = String::with_capacity(client.len() + cluster.len() + 48);
+    let mut out = String::with_capacity(client.len() + broker.region.len() + broker.cluster.len() + 80);
     let mut push = |k: &str, v: &str| {
         out.push_str(k);
         out.push(message::NAME_VALUE_SEPARATOR);
         out.push_str(v);
         out.push(message::PROPERTY_SEPARATOR);
     };
-    for (k, v) in entries().filter(|(k, _)| *k != property::CLUSTER) {
+    for (k, v) in entries().filter(|(k, _)| !broker.names().contains(k)) {
         push(k, v);
     }
     if !names.contains(&property::UNIQ_KEY) {
         push(property::UNIQ_KEY, &uniq_key());
     }
-    push(property::CLUSTER, cluster);
+    for (k, v) in broker.entries() {
+        push(k, v);
+    }
     out
 }
 
@@ -156,20 +186,29 @@ mod tests {
     }
 
     #[test]
-    fn stored_properties_are_the_clients_plus_uniq_key_and_cluster() {
-        let client = "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}CLUSTER\u{1}other\u{2}x\u{2}\u{1}v\u{2}WAIT\u{1}true";
-        let out = stored_properties(client, "C1", || "U1".into());
-        let want: std::collections::BTreeMap<String, String> =
-            [("TAGS", "A"), ("KEYS", "k1 k2"), ("WAIT", "true"), ("UNIQ_KEY", "U1"), ("CLUSTER", "C1")]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
+    fn stored_properties_are_the_clients_plus_uniq_key_and_the_brokers() {
+        let broker = BrokerProperties { region: "R1", trace_on: true, cluster: "C1" };
+        let client = "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}CLUSTER\u{1}other\u{2}x\u{2}\u{1}v\u{2}TRACE_ON\u{1}false\u{2}WAIT\u{1}true";
+        let out = stored_properties(client, broker, || "U1".into());
+        let want: std::collections::BTreeMap<String, String> = [
+            ("TAGS", "A"),
+            ("KEYS", "k1 k2"),
+            ("WAIT", "true"),
+            ("UNIQ_KEY", "U1"),
+            ("MSG_REGION", "R1"),
+            ("TRACE_ON", "true"),
+            ("CLUSTER", "C1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
         assert_eq!(parsed(&out), want);
-        assert!(out.ends_with("CLUSTER\u{1}C1\u{2}"));
-        let kept = stored_properties("UNIQ_KEY\u{1}mine\u{2}", "C1", || unreachable!());
-        assert_eq!(kept, "UNIQ_KEY\u{1}mine\u{2}CLUSTER\u{1}C1\u{2}");
-        // A repeated name keeps the last value, as Java's map does.
-        let dup = stored_properties("K\u{1}1\u{2}K\u{1}2\u{2}", "C1", || "U".into());
-        assert_eq!(parsed(&dup)["K"], "2");
+        assert!(out.ends_with("MSG_REGION\u{1}R1\u{2}TRACE_ON\u{1}true\u{2}CLUSTER\u{1}C1\u{2}"));
+        let off = BrokerProperties { trace_on: false, ..broker };
+        let kept = stored_properties("UNIQ_KEY\u{1}mine\u{2}", off, || unreachable!());
+        assert_eq!(kept, "UNIQ_KEY\u{1}mine\u{2}MSG_REGION\u{1}R1\u{2}TRACE_ON\u{1}false\u{2}CLUSTER\u{1}C1\u{2}");
+        // A repeated name keeps the last value, as Java's map does; the broker's still win.
+        let dup = stored_properties("K\u{1}1\u{2}K\u{1}2\u{2}MSG_REGION\u{1}x\u{2}", broker, || "U".into());
+        assert_eq!((parsed(&dup)["K"].as_str(), parsed(&dup)["MSG_REGION"].as_str()), ("2", "R1"));
     }
 }

@@ -37,6 +37,10 @@ config_struct! {
         rocketmq_home: String = std::env::var("ROCKETMQ_HOME").unwrap_or_default() => "rocketmqHome",
         region_id: String = "DefaultRegion".into() => "regionId",
         trace_on: bool = true => "traceOn",
+        /// Creates `msgTraceTopicName` at start-up (1 queue), for clients that cannot create it
+        /// by sending (the Go client's trace dispatcher).
+        trace_topic_enable: bool = false => "traceTopicEnable",
+        msg_trace_topic_name: String = "RMQ_SYS_TRACE_TOPIC".into() => "msgTraceTopicName",
         auto_create_topic_enable: bool = true => "autoCreateTopicEnable",
         default_topic_queue_nums: i32 = 8 => "defaultTopicQueueNums",
         auto_create_subscription_group: bool = true => "autoCreateSubscriptionGroup",

@@ -120,6 +120,9 @@ impl TopicConfigManager {
             topic("RMQ_SYS_TRANS_HALF_TOPIC", 1, rw),
             topic("RMQ_SYS_TRANS_OP_HALF_TOPIC", 1, rw),
         ];
+        if config.trace_topic_enable && !config.msg_trace_topic_name.is_empty() {
+            system.push(topic(&config.msg_trace_topic_name, 1, rw));
+        }
         if config.timer_wheel_enable {
             system.push(topic(crate::model::TIMER_TOPIC, 1, rw));
         }

@@ -270,10 +270,14 @@ fn build_messages(
     sys: i32,
     batch: bool,
 ) -> Result<Vec<MessageToStore>, BrokerError> {
-    let cluster = &b.config.broker_cluster_name;
+    let extra = convert::BrokerProperties {
+        region: &b.config.region_id,
+        trace_on: b.config.trace_on,
+        cluster: &b.config.broker_cluster_name,
+    };
     let flag = h.flag;
     if !batch {
-        let props = convert::stored_properties(properties, cluster, || convert::new_uniq_id(b.store_host));
+        let props = convert::stored_properties(properties, extra, || convert::new_uniq_id(b.store_host));
         return Ok(vec![convert::message_to_store(
             h,
             topic,
@@ -297,7 +301,7 @@ fn build_messages(
     Ok(entries
         .into_iter()
         .map(|e| {
-            let props = convert::stored_properties(&e.properties, cluster, || convert::new_uniq_id(b.store_host));
+            let props = convert::stored_properties(&e.properties, extra, || convert::new_uniq_id(b.store_host));
             convert::message_to_store(h, topic, queue_id, e.body, props, e.flag, sys, conn.peer(), b.store_host)
         })
         .collect())

@@ -15,11 +15,17 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.trace.TraceView;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -200,5 +206,78 @@ class MessageQueryTest {
         // queue 0 holds messages 0, 4 and 8: offset 3 is its end
         PullResult end = puller.pull(new MessageQueue(topic, env.brokerName(), 0), "*", 3, 1);
         assertEquals(PullStatus.NO_NEW_MSG, end.getPullStatus(), "pull at the end of queue 0: " + end);
+    }
+
+    /**
+     * Message tracing: a producer and a push consumer with {@code enableMsgTrace} write their traces
+     * to RMQ_SYS_TRACE_TOPIC, and what mqadmin queryMsgTraceById does (a query of that topic by the
+     * msgId, decoded with {@code TraceView}) shows the send (Pub) and both consume records (SubBefore,
+     * SubAfter) of every message. The consumer's trace hook drops a message without MSG_REGION, which
+     * the broker adds to every stored message, with TRACE_ON and CLUSTER, as the Java broker does.
+     */
+    @Test
+    void tracedSendsAndConsumesAreFoundByQueryMsgTraceById() throws Exception {
+        final String traceTopic = "RMQ_SYS_TRACE_TOPIC";
+        final int count = 10;
+        String traced = Compat.unique("traced");
+        env.createTopic(traced, 2, 2, PERM_RW);
+        DefaultMQProducer tracing = new DefaultMQProducer(Compat.unique("pg-trace"), null, true, null);
+        tracing.setNamesrvAddr(env.namesrvAddr());
+        tracing.setInstanceName(Compat.unique("trace-producer"));
+        tracing.start();
+        Map<String, MessageExt> received = new java.util.concurrent.ConcurrentHashMap<>();
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(Compat.unique("cg-trace"), null,
+            new AllocateMessageQueueAveragely(), true, null);
+        List<Runnable> stops = new ArrayList<>(List.of(tracing::shutdown, consumer::shutdown));
+        try {
+            List<String> ids = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                Message m = new Message(traced, "TagT", "trace-" + i, ("traced-" + i).getBytes(StandardCharsets.UTF_8));
+                ids.add(FeatureClients.ok(tracing.send(m), "traced send " + i).getMsgId());
+            }
+            consumer.setNamesrvAddr(env.namesrvAddr());
+            consumer.setInstanceName(Compat.unique("trace-consumer"));
+            consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+            consumer.subscribe(traced, "*");
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                msgs.forEach(m -> received.put(m.getMsgId(), m));
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            consumer.start();
+            Wait.until("the traced consumer to receive " + count + " messages", Duration.ofSeconds(30),
+                () -> received.keySet().containsAll(ids));
+            for (MessageExt m : received.values()) {
+                assertEquals("DefaultRegion", m.getProperty("MSG_REGION"), "MSG_REGION of a consumed message " + m);
+                assertEquals("true", m.getProperty("TRACE_ON"), "TRACE_ON of a consumed message " + m);
+                assertEquals(BrokerDeployment.CLUSTER, m.getProperty("CLUSTER"), "CLUSTER of a consumed message " + m);
+            }
+            for (String id : ids) {
+                Set<String> want = Set.of("Pub", "SubBefore", "SubAfter");
+                Wait.until("queryMsgTraceById " + id + " to show " + want, Duration.ofSeconds(30), () -> {
+                    Set<String> types = new TreeSet<>();
+                    for (MessageExt t : traces(traceTopic, id)) {
+                        for (TraceView v : TraceView.decodeFromTraceTransData(id, t)) {
+                            if (v.getMsgType().equals("Pub")) { // 4.9's SubBefore record carries no topic
+                                assertEquals(traced, v.getTopic(), "topic of the Pub trace of " + id);
+                            }
+                            assertEquals("success", v.getStatus(), "status of trace " + v.getMsgType() + " of " + id);
+                            types.add(v.getMsgType());
+                        }
+                    }
+                    return types.containsAll(want);
+                });
+            }
+        } finally {
+            Clients.shutdownAll(stops, 10_000);
+        }
+    }
+
+    /** The trace topic's messages with key {@code msgId}; none yet is an empty list, not an error. */
+    private List<MessageExt> traces(String traceTopic, String msgId) throws Exception {
+        try {
+            return fgen.queryMsgByKey(admin, BrokerDeployment.CLUSTER, traceTopic, msgId, 64, 0, Long.MAX_VALUE);
+        } catch (MQClientException notYet) {
+            return List.of();
+        }
     }
 }

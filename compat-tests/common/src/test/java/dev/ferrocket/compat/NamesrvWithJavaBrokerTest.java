@@ -21,7 +21,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.PullResult;
+import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.exception.MQClientException;
@@ -272,6 +275,57 @@ class NamesrvWithJavaBrokerTest {
         // name, plus the address of one broker, which the client then asks for its own list (305).
         Set<String> system = NamesrvQueries.systemTopics(admin);
         assertTrue(system.contains(CLUSTER) && system.contains(BROKER), "system topic list " + system);
+    }
+
+    /**
+     * The properties a broker adds to a message on the way in (MSG_REGION, TRACE_ON, CLUSTER, ...):
+     * the same message, sent by the same client to the Java broker and to ferrocket and pulled back,
+     * carries the same property names, with the same values but for the cluster's name.
+     */
+    @Test
+    @Order(3)
+    void storedMessagesCarryThePropertiesTheJavaBrokerAdds() throws Exception {
+        String topic = Compat.unique("props");
+        env.createTopicAndAwaitRoute(topic, 1, 1, PERM_READ | PERM_WRITE);
+        Map<String, String> java = sendAndPullBack(env.namesrv.addr(), topic, BROKER);
+        Map<String, String> ferro;
+        try (BrokerDeployment d = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "props", Map.of())) {
+            d.createTopic(topic, 1, 1, PERM_READ | PERM_WRITE);
+            d.awaitRoute(topic, 1, 1, PERM_READ | PERM_WRITE);
+            ferro = sendAndPullBack(d.namesrvAddr(), topic, d.brokerName());
+        }
+        System.out.printf("[compat %s] properties of a pulled message: Java broker %s, ferrocket %s%n", gen.tag(), java, ferro);
+        assertEquals(CLUSTER, java.get("CLUSTER"), "CLUSTER from the Java broker");
+        assertEquals(BrokerDeployment.CLUSTER, ferro.get("CLUSTER"), "CLUSTER from ferrocket");
+        if (gen.tag().equals("v4")) {
+            // The 4.9 broker adds neither MSG_REGION nor TRACE_ON and drops WAIT; ferrocket is a 5.x broker.
+            assertTrue(ferro.keySet().containsAll(java.keySet()), "property names of the 4.9 broker " + java.keySet()
+                + " missing from ferrocket's " + ferro.keySet());
+            assertEquals("DefaultRegion", ferro.get("MSG_REGION"), "MSG_REGION from ferrocket");
+            assertEquals("true", ferro.get("TRACE_ON"), "TRACE_ON from ferrocket");
+            return;
+        }
+        assertEquals(new TreeSet<>(java.keySet()), new TreeSet<>(ferro.keySet()), "property names, Java broker vs ferrocket");
+        for (String name : List.of("MSG_REGION", "TRACE_ON", "TAGS", "KEYS", "WAIT", "user", "MIN_OFFSET", "MAX_OFFSET")) {
+            assertEquals(java.get(name), ferro.get(name), name + ", Java broker vs ferrocket");
+        }
+    }
+
+    /** Sends one message with a user property to queue 0 and pulls it back; its properties. */
+    private static Map<String, String> sendAndPullBack(String namesrv, String topic, String broker) throws Exception {
+        DefaultMQProducer p = Clients.producer(namesrv);
+        DefaultMQPullConsumer c = Clients.pull(namesrv, Compat.unique("props-pull"));
+        try {
+            Message m = new Message(topic, "TagP", "key-p", "body".getBytes(StandardCharsets.UTF_8));
+            m.putUserProperty("user", "u");
+            MessageQueue mq = new MessageQueue(topic, broker, 0);
+            assertEquals(SendStatus.SEND_OK, p.send(m, mq).getSendStatus(), "send to " + broker);
+            PullResult r = c.pull(mq, "*", 0, 1);
+            assertEquals(PullStatus.FOUND, r.getPullStatus(), "pull from " + broker + ": " + r);
+            return new TreeMap<>(r.getMsgFoundList().get(0).getProperties());
+        } finally {
+            Clients.shutdownAll(List.of(p::shutdown, c::shutdown), 10_000);
+        }
     }
 
     @Test
