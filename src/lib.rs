@@ -25,4 +25,5 @@ pub mod protocol;
 pub mod remoting;
 pub mod shutdown;
 pub mod store;
+pub mod telemetry;
 pub mod tools;

@@ -50,6 +50,11 @@ pub struct ConsumerManager {
 }
 
 impl ConsumerManager {
+    /// Consumer connections, over all groups.
+    pub fn connection_count(&self) -> usize {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner()).values().map(|g| g.channels.len()).sum()
+    }
+
     fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<String, ConsumerGroupInfo>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -193,6 +198,11 @@ pub struct ProducerManager {
 }
 
 impl ProducerManager {
+    /// Producer connections, over all groups.
+    pub fn connection_count(&self) -> usize {
+        self.groups().values().map(HashMap::len).sum()
+    }
+
     fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<u64, ClientChannel>>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }

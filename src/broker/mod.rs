@@ -19,6 +19,7 @@ pub use crate::meta::{config, hold, offset, subscription, topic};
 pub mod convert;
 pub mod filter;
 pub mod lock;
+pub mod metrics;
 pub mod processor;
 pub mod register;
 pub mod schedule;
@@ -74,6 +75,8 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
     pub live: Arc<LiveConfig>,
+    /// Labels of this broker's metrics; `None` with `metricsExporterType=DISABLE`.
+    pub metrics: Option<Arc<crate::telemetry::Node>>,
     /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
     pub config_file: config_file::BrokerConfigFile,
     /// Master roles: streams the CommitLog to slaves.
@@ -223,6 +226,7 @@ impl Broker {
         let live = Arc::new(LiveConfig::new(&config));
         let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
         let inner = Arc::new(BrokerInner {
+            metrics: metrics::node(&config),
             config_file: config_file::BrokerConfigFile::new(config_path),
             config,
             store,
@@ -288,6 +292,7 @@ impl Broker {
             "ferrocket broker started"
         );
         inner.persist_topics().await;
+        metrics::start(&inner, shutdown.clone()).await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {

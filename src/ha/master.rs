@@ -66,6 +66,11 @@ impl HaService {
         self.acks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The CommitLog offset each connected slave acknowledged.
+    pub fn slave_acks(&self) -> Vec<u64> {
+        self.acks().values().copied().collect()
+    }
+
     /// Slaves connected and within `haMaxGapNotInSync` of the master's end.
     pub fn in_sync_slaves(&self) -> usize {
         let end = self.store.commit_log_max_offset();

@@ -37,6 +37,14 @@ config_struct! {
         rocketmq_home: String = std::env::var("ROCKETMQ_HOME").unwrap_or_default() => "rocketmqHome",
         region_id: String = "DefaultRegion".into() => "regionId",
         trace_on: bool = true => "traceOn",
+        /// `PROM` (the default here; Java's is DISABLE) serves Prometheus metrics; `DISABLE` none.
+        metrics_exporter_type: String = "PROM".into() => "metricsExporterType",
+        metrics_prom_exporter_host: String = String::new() => "metricsPromExporterHost",
+        metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
+        /// Extra labels on every metric, `k:v,k:v`.
+        metrics_label: String = String::new() => "metricsLabel",
+        /// Adds `aggregation="delta"` to every metric's labels, as Java does (values stay cumulative).
+        metrics_in_delta: bool = false => "metricsInDelta",
         /// Creates `msgTraceTopicName` at start-up (1 queue), for clients that cannot create it
         /// by sending (the Go client's trace dispatcher).
         trace_topic_enable: bool = false => "traceTopicEnable",
@@ -238,6 +246,9 @@ impl BrokerConfig {
         }
         if !matches!(self.flush_disk_type.as_str(), "ASYNC_FLUSH" | "SYNC_FLUSH") {
             return refuse("flushDiskType", "must be ASYNC_FLUSH or SYNC_FLUSH");
+        }
+        if let Err(why) = crate::telemetry::exporter_enabled(&self.metrics_exporter_type) {
+            return refuse("metricsExporterType", why);
         }
         let unsupported = [
             ("enableDLegerCommitLog", self.enable_dleger_commit_log),

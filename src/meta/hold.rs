@@ -3,6 +3,7 @@
 //! dispatcher's arrival callback wakes the waiters of that queue, no polling.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -11,9 +12,31 @@ use tokio::sync::Notify;
 pub struct PullHold {
     /// topic -> queue id -> signal: looked up by `&str`, no allocation per arrival.
     queues: Mutex<HashMap<String, HashMap<i32, Arc<Notify>>>>,
+    /// Pulls (and Kafka fetches) waiting right now.
+    held: AtomicUsize,
+}
+
+/// Counts one waiting pull while it lives.
+pub struct Held<'a>(&'a AtomicUsize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl PullHold {
+    /// Marks a pull as waiting until the guard is dropped.
+    pub fn enter(&self) -> Held<'_> {
+        self.held.fetch_add(1, Ordering::Relaxed);
+        Held(&self.held)
+    }
+
+    /// Pulls waiting right now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
     /// The wake-up signal of a queue.
     pub fn signal(&self, topic: &str, queue_id: i32) -> Arc<Notify> {
         let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());

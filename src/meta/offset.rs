@@ -76,6 +76,14 @@ impl ConsumerOffsetManager {
         self.table().get(&key(topic, group)).cloned().unwrap_or_default()
     }
 
+    /// Every committed offset: (topic, group) with its queues' offsets (metrics, at scrape time).
+    pub fn all(&self) -> Vec<(String, String, BTreeMap<i32, i64>)> {
+        self.table()
+            .iter()
+            .filter_map(|(k, q)| k.split_once('@').map(|(t, g)| (t.to_owned(), g.to_owned(), q.clone())))
+            .collect()
+    }
+
     /// Groups with offsets on `topic`.
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         let prefix = format!("{topic}@");

@@ -53,6 +53,11 @@ impl SubscriptionGroupConfig {
     }
 }
 
+/// A consumer group's retry or dead-letter topic (`BrokerMetricsManager.isRetryOrDlqTopic`).
+pub fn is_retry_or_dlq_topic(topic: &str) -> bool {
+    topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
+}
+
 /// `MixAll.RETRY_GROUP_TOPIC_PREFIX`.
 pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 /// `MixAll.DLQ_GROUP_TOPIC_PREFIX`.

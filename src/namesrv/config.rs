@@ -19,6 +19,10 @@ config_struct! {
         product_env_name: String = "center".into() => "productEnvName",
         cluster_test: bool = false => "clusterTest",
         order_message_enable: bool = false => "orderMessageEnable",
+        /// ferrocket: the broker's metrics keys (`PROM` by default, DISABLE for none).
+        metrics_exporter_type: String = "PROM".into() => "metricsExporterType",
+        metrics_prom_exporter_host: String = String::new() => "metricsPromExporterHost",
+        metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
         return_order_topic_config_to_broker: bool = true => "returnOrderTopicConfigToBroker",
         client_request_thread_pool_nums: u32 = 8 => "clientRequestThreadPoolNums",
         default_thread_pool_nums: u32 = 16 => "defaultThreadPoolNums",
@@ -89,6 +93,9 @@ impl NamesrvConfig {
     /// Refuses settings that would silently change behaviour ferrocket does not implement.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let refuse = |key: &str, reason: &str| Err(ConfigError::Refused { key: key.into(), reason: reason.into() });
+        if let Err(why) = crate::telemetry::exporter_enabled(&self.metrics_exporter_type) {
+            return refuse("metricsExporterType", why);
+        }
         if self.support_acting_master {
             return refuse(
                 "supportActingMaster",

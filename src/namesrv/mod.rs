@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod kv;
+pub mod metrics;
 pub mod processor;
 pub mod route;
 
@@ -78,6 +79,7 @@ impl NameServer {
         let tracker = TaskTracker::new();
         let addr = self.server.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, version = env!("CARGO_PKG_VERSION"), "ferrocket namesrv started");
+        metrics::start(&self.processor, shutdown.clone()).await;
         let housekeeping = self.processor.clone();
         let stop = shutdown.clone();
         tracker.spawn(async move {

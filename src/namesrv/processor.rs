@@ -62,6 +62,8 @@ pub struct NamesrvProcessor {
     config: Arc<RwLock<NamesrvConfig>>,
     /// The one writer of the config file UPDATE_NAMESRV_CONFIG persists to.
     config_file: Arc<crate::persist::ConfigFile>,
+    /// Labels of the NameServer's metrics; `None` with `metricsExporterType=DISABLE`.
+    metrics: Option<Arc<crate::telemetry::Node>>,
     /// Keys UPDATE_NAMESRV_CONFIG changed: the ones written back to that file.
     updated: Arc<Mutex<BTreeSet<&'static str>>>,
     started: Instant,
@@ -72,6 +74,7 @@ pub struct NamesrvProcessor {
 impl NamesrvProcessor {
     pub fn new(config: NamesrvConfig, kv: KvConfigManager) -> Self {
         let path = config.config_store_path.clone();
+        let metrics = super::metrics::node(&config);
         let config = Arc::new(RwLock::new(config));
         let source = config.clone();
         let updated: Arc<Mutex<BTreeSet<&'static str>>> = Arc::default();
@@ -93,6 +96,7 @@ impl NamesrvProcessor {
             config,
             config_file: crate::persist::ConfigFile::new(path, Box::new(snapshot)),
             updated,
+            metrics,
             started: Instant::now(),
             broker_conns: Mutex::new(HashMap::new()),
         }
@@ -100,6 +104,16 @@ impl NamesrvProcessor {
 
     fn now_ms(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The labels of this NameServer's metrics.
+    pub fn metrics_labels(&self) -> Option<Arc<crate::telemetry::Node>> {
+        self.metrics.clone()
+    }
+
+    /// Live brokers and topics with routes.
+    pub fn route_counts(&self) -> (usize, usize) {
+        self.routes().counts()
     }
 
     fn routes(&self) -> std::sync::RwLockReadGuard<'_, RouteInfoManager> {
@@ -414,6 +428,10 @@ impl RequestHandler for NamesrvProcessor {
             }
         };
         Some(resp)
+    }
+
+    fn metrics_node(&self) -> Option<&crate::telemetry::Node> {
+        self.metrics.as_deref()
     }
 
     fn connection_closed(&self, conn: &Arc<Connection>) {

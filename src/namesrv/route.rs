@@ -80,6 +80,11 @@ impl RouteInfoManager {
         Self::default()
     }
 
+    /// Live brokers and topics with routes (metrics).
+    pub fn counts(&self) -> (usize, usize) {
+        (self.broker_live.len(), self.topic_queue.len())
+    }
+
     /// REGISTER_BROKER. `delete_missing_topics` is `deleteTopicWithBrokerRegistration`.
     pub fn register_broker(
         &mut self,

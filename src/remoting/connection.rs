@@ -81,6 +81,12 @@ pub trait RequestHandler: Send + Sync + 'static {
 
     /// Called once when the connection has closed, for whatever reason.
     fn connection_closed(&self, _conn: &Arc<Connection>) {}
+
+    /// The node whose `rocketmq_rpc_latency` records this handler's requests; `None` records
+    /// nothing.
+    fn metrics_node(&self) -> Option<&crate::telemetry::Node> {
+        None
+    }
 }
 
 type Pending = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
@@ -258,9 +264,16 @@ async fn read_loop<H: RequestHandler>(
         let slot = std::cell::RefCell::new(Slot::InFlight { _permit: permit, parked: parked.clone() });
         let mut task = Box::pin(
             SLOT.scope(slot, async move {
-                let oneway = cmd.is_oneway();
+                let (oneway, code, start) = (cmd.is_oneway(), cmd.code, std::time::Instant::now());
                 let response = handler2.handle(&conn2, cmd).await;
-                SLOT.with(|s| *s.borrow_mut() = Slot::Released);
+                let parked = SLOT.with(|s| std::mem::replace(&mut *s.borrow_mut(), Slot::Released));
+                if let Some(node) = handler2.metrics_node() {
+                    let answered = response.as_ref().map_or(0, |r| r.code);
+                    let long_polling = matches!(parked, Slot::Parked { .. });
+                    let millis = start.elapsed().as_secs_f64() * 1e3;
+                    crate::telemetry::rpc_latency(node, code, answered, long_polling, oneway, millis);
+                }
+                drop(parked);
                 if let (false, Some(resp)) = (oneway, response) {
                     let _ = conn2.tx.send(resp).await;
                 }

@@ -10,6 +10,7 @@
 //! A failed msync poisons the store: no further writes are accepted, because the page cache may
 //! have dropped the data and retrying would report success for bytes that are not on disk.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use tracing::error;
@@ -25,9 +26,22 @@ pub fn run(inner: &Inner) {
     }
 }
 
+/// A process-wide histogram handle, registered once (the registry lookup is not free).
+fn histogram(cell: &'static OnceLock<metrics::Histogram>, name: &'static str) -> &'static metrics::Histogram {
+    cell.get_or_init(|| {
+        let _ = crate::telemetry::handle();
+        metrics::histogram!(name)
+    })
+}
+
 fn run_group_commit(inner: &Inner) {
+    static BATCH: OnceLock<metrics::Histogram> = OnceLock::new();
+    let batch = histogram(&BATCH, crate::telemetry::names::GROUP_COMMIT_BATCH);
     while inner.is_running() {
         let requests = inner.group_commit.take(Duration::from_millis(10));
+        if !requests.is_empty() {
+            batch.record(requests.len() as f64);
+        }
         let flushed = match flush(inner, 0) {
             Some(f) => f,
             None => {
@@ -64,8 +78,10 @@ pub fn flush(inner: &Inner, least_pages: usize) -> Option<u64> {
     if inner.poisoned().is_some() {
         return None;
     }
+    static LATENCY: OnceLock<metrics::Histogram> = OnceLock::new();
     let files = inner.commit_log.files();
     let before = files.flushed_where();
+    let started = Instant::now();
     let result = match inner.take_flush_fault() {
         Some(FlushFault::Fail) => Err(std::io::Error::other("injected fsync failure")),
         Some(FlushFault::Stall(d)) => {
@@ -77,6 +93,7 @@ pub fn flush(inner: &Inner, least_pages: usize) -> Option<u64> {
     match result {
         Ok(flushed) => {
             if flushed > before {
+                histogram(&LATENCY, crate::telemetry::names::FLUSH_LATENCY).record(started.elapsed().as_secs_f64());
                 if let Some(f) = files.find(flushed.saturating_sub(1)) {
                     let ts = f.last_store_timestamp();
                     if ts > 0 {

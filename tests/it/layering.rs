@@ -115,6 +115,17 @@ fn filter_imports_nothing_of_ferrocket() {
 }
 
 #[test]
+fn telemetry_imports_nothing_of_ferrocket() {
+    assert_imports_nothing_of(
+        "telemetry",
+        &[
+            "model", "protocol", "remoting", "namesrv", "broker", "store", "ha", "config", "persist", "tools", "meta",
+            "kafka", "filter",
+        ],
+    );
+}
+
+#[test]
 fn protocol_imports_only_model() {
     assert_imports_nothing_of("protocol", &["remoting", "namesrv", "broker", "store", "ha", "config"]);
 }

@@ -12,6 +12,7 @@ mod ha;
 mod java_config;
 mod kafka;
 mod layering;
+mod metrics;
 mod namesrv;
 mod parked_pulls;
 mod read_after_send;

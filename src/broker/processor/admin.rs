@@ -24,7 +24,7 @@ command_header! {
 }
 
 /// Topics a user may not create or delete (`TopicValidator.isSystemTopic`).
-fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
+pub(crate) fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
     matches!(
         topic,
         "SCHEDULE_TOPIC_XXXX"

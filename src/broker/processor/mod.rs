@@ -143,6 +143,10 @@ impl RequestHandler for BrokerProcessor {
         }
     }
 
+    fn metrics_node(&self) -> Option<&crate::telemetry::Node> {
+        self.inner.metrics.as_deref()
+    }
+
     fn connection_closed(&self, conn: &Arc<Connection>) {
         let inner = self.inner.clone();
         let conn_id = conn.id();

@@ -100,6 +100,13 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         _ => 0,
     };
     let code = code_of(&result);
+    if let Some(node) = b.metrics.as_deref().filter(|_| code == ResponseCode::SUCCESS) {
+        if !crate::model::group::is_retry_or_dlq_topic(&h.topic) {
+            let system = super::admin::is_system_topic(b, &h.topic);
+            let (count, bytes) = (result.messages.len() as u64, result.buffer_total_size as u64);
+            crate::telemetry::messages_out(node, &h.topic, &h.consumer_group, system, count, bytes);
+        }
+    }
     let next = kept_offset(b, &h, &result);
     Ok(Some(response(req, result, code, next, suggest, &b.stats)))
 }
@@ -123,6 +130,7 @@ async fn long_poll(
 ) -> GetMessageResult {
     let deadline = tokio::time::Instant::now() + hold;
     let signal = b.hold.signal(&h.topic, h.queue_id);
+    let _held = b.hold.enter();
     // A held pull must not hold up the connection's other requests (a client process shares
     // one connection between all its consumers and producers).
     crate::remoting::park_current_request();

@@ -105,6 +105,24 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         return fail(code, remark.unwrap_or_default());
     };
     b.stats.add_put(append.offsets.len() as u64);
+    if let Some(node) = b.metrics.as_deref().filter(|_| !crate::model::group::is_retry_or_dlq_topic(&h.topic)) {
+        let kind = if transactional {
+            crate::telemetry::MessageType::Transaction
+        } else if delayed
+            || [property::TIMER_DELAY_SEC, property::TIMER_DELAY_MS, property::TIMER_DELIVER_MS]
+                .iter()
+                .any(|p| message::property_value(&properties, p).is_some())
+        {
+            crate::telemetry::MessageType::Delay
+        } else if message::property_value(&properties, "__SHARDINGKEY").is_some() {
+            crate::telemetry::MessageType::Fifo
+        } else {
+            crate::telemetry::MessageType::Normal
+        };
+        let system = super::admin::is_system_topic(b, &h.topic);
+        let (count, bytes) = (append.offsets.len() as u64, append.wrote_bytes as u64);
+        crate::telemetry::messages_in(node, &h.topic, kind, system, count, bytes);
+    }
     if code == ResponseCode::SUCCESS && wait {
         if let Some((c, r)) = wait_for_slaves(b, append.end_offset).await {
             (code, remark) = (c, Some(r));

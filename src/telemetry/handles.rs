@@ -1,0 +1,149 @@
+//! The metrics recorded on hot paths (every send, pull and request), through handles cached per
+//! thread: after the first message of a topic on a thread, recording is a hash lookup and a few
+//! atomic adds, with no lock and no allocation (registering a label set allocates and locks, so
+//! it happens once per thread, node and label set).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use metrics::{Counter, Histogram, Label};
+
+use super::{names, Node};
+
+/// Java's `TopicMessageType` as a metrics label (`getMetricsValue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageType {
+    Normal,
+    Fifo,
+    Delay,
+    Transaction,
+}
+
+impl MessageType {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Normal => "normal",
+            Self::Fifo => "fifo",
+            Self::Delay => "delay",
+            Self::Transaction => "transaction",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+struct In {
+    messages: Counter,
+    bytes: Counter,
+    size: Histogram,
+}
+
+struct Out {
+    messages: Counter,
+    bytes: Counter,
+}
+
+/// Per node id: topic -> one slot per message type.
+type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 4]>>;
+/// Per node id: topic -> consumer group.
+type OutCache = HashMap<u64, HashMap<Box<str>, HashMap<Box<str>, Out>>>;
+/// Per node id: (request code, response code, long polling, oneway).
+type RpcCache = HashMap<u64, HashMap<(i32, i32, bool, bool), Histogram>>;
+
+thread_local! {
+    static IN: RefCell<InCache> = RefCell::default();
+    static OUT: RefCell<OutCache> = RefCell::default();
+    static RPC: RefCell<RpcCache> = RefCell::default();
+}
+
+fn bool_str(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+/// A send stored `count` messages of `bytes` stored bytes in `topic`
+/// (`rocketmq_messages_in_total`, `rocketmq_throughput_in_total`, `rocketmq_message_size`).
+pub fn messages_in(node: &Node, topic: &str, kind: MessageType, is_system: bool, count: u64, bytes: u64) {
+    if count == 0 || super::handle().is_none() {
+        return;
+    }
+    IN.with_borrow_mut(|all| {
+        let topics = all.entry(node.id).or_default();
+        if !topics.contains_key(topic) {
+            topics.insert(topic.into(), Default::default());
+        }
+        let slots = topics.get_mut(topic).expect("inserted above");
+        let h = slots[kind.index()].get_or_insert_with(|| {
+            let labels = node.labels([
+                Label::new(names::LABEL_TOPIC, topic.to_owned()),
+                Label::new(names::LABEL_MESSAGE_TYPE, kind.label()),
+                Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
+            ]);
+            In {
+                messages: metrics::counter!(names::MESSAGES_IN_TOTAL, labels.clone()),
+                bytes: metrics::counter!(names::THROUGHPUT_IN_TOTAL, labels.clone()),
+                size: metrics::histogram!(names::MESSAGE_SIZE, labels),
+            }
+        });
+        h.messages.increment(count);
+        h.bytes.increment(bytes);
+        h.size.record(bytes as f64 / count as f64);
+    });
+}
+
+/// A pull of `group` returned `count` messages of `bytes` stored bytes from `topic`
+/// (`rocketmq_messages_out_total`, `rocketmq_throughput_out_total`).
+pub fn messages_out(node: &Node, topic: &str, group: &str, is_system: bool, count: u64, bytes: u64) {
+    if count == 0 || super::handle().is_none() {
+        return;
+    }
+    OUT.with_borrow_mut(|all| {
+        let topics = all.entry(node.id).or_default();
+        if !topics.contains_key(topic) {
+            topics.insert(topic.into(), HashMap::new());
+        }
+        let groups = topics.get_mut(topic).expect("inserted above");
+        if !groups.contains_key(group) {
+            let labels = node.labels([
+                Label::new(names::LABEL_TOPIC, topic.to_owned()),
+                Label::new(names::LABEL_CONSUMER_GROUP, group.to_owned()),
+                Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
+            ]);
+            let out = Out {
+                messages: metrics::counter!(names::MESSAGES_OUT_TOTAL, labels.clone()),
+                bytes: metrics::counter!(names::THROUGHPUT_OUT_TOTAL, labels),
+            };
+            groups.insert(group.into(), out);
+        }
+        let h = groups.get(group).expect("inserted above");
+        h.messages.increment(count);
+        h.bytes.increment(bytes);
+    });
+}
+
+/// A request took `millis` from decoding to its answer (`rocketmq_rpc_latency`, Java's
+/// `RemotingMetricsManager`: result `oneway` or `success`).
+pub fn rpc_latency(node: &Node, request_code: i32, response_code: i32, long_polling: bool, oneway: bool, millis: f64) {
+    if super::handle().is_none() {
+        return;
+    }
+    RPC.with_borrow_mut(|all| {
+        let codes = all.entry(node.id).or_default();
+        let h = codes.entry((request_code, response_code, long_polling, oneway)).or_insert_with(|| {
+            let labels = node.labels([
+                Label::new(names::LABEL_PROTOCOL_TYPE, "remoting"),
+                Label::new(names::LABEL_REQUEST_CODE, request_code.to_string()),
+                Label::new(names::LABEL_RESPONSE_CODE, response_code.to_string()),
+                Label::new(names::LABEL_IS_LONG_POLLING, bool_str(long_polling)),
+                Label::new(names::LABEL_RESULT, if oneway { "oneway" } else { "success" }),
+            ]);
+            metrics::histogram!(names::RPC_LATENCY, labels)
+        });
+        h.record(millis);
+    });
+}
