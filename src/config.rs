@@ -91,21 +91,25 @@ pub fn parse_value<T: ConfigValue>(key: &str, value: &str) -> Result<T, ConfigEr
 /// Declares a config struct whose fields map 1:1 to Java config keys:
 /// `field: Type = default => "javaKey",`.
 macro_rules! config_struct {
-    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty = $default:expr => $key:literal,)* }) => {
+    ($(#[$meta:meta])* pub struct $name:ident {
+        $($(#[$fmeta:meta])* $field:ident : $ty:ty = $default:expr => $key:literal,)*
+        $(@nested $nfield:ident : $nty:ty,)?
+    }) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq)]
         pub struct $name {
             $($(#[$fmeta])* pub $field: $ty,)*
+            $(pub $nfield: $nty,)?
         }
 
         impl Default for $name {
             fn default() -> Self {
-                Self { $($field: $default,)* }
+                Self { $($field: $default,)* $($nfield: <$nty>::default(),)? }
             }
         }
 
         impl $name {
-            /// Every key this struct accepts.
+            /// Every key this struct accepts itself (not those of a nested struct).
             pub const KEYS: &'static [&'static str] = &[$($key),*];
 
             /// Sets `key`; `Ok(false)` when the key is not one of ours.
@@ -115,18 +119,47 @@ macro_rules! config_struct {
                         self.$field = $crate::config::parse_value(key, value)?;
                         Ok(true)
                     })*
-                    _ => Ok(false),
+                    _ => {
+                        $(return self.$nfield.set(key, value);)?
+                        #[allow(unreachable_code)]
+                        Ok(false)
+                    }
                 }
             }
 
-            /// `(key, value)` for every key, in declaration order.
+            /// `(key, value)` for every key, in declaration order (a nested struct's last).
             pub fn entries(&self) -> Vec<(&'static str, String)> {
-                vec![$(($key, $crate::config::ConfigValue::show(&self.$field)),)*]
+                #[allow(unused_mut)]
+                let mut all = vec![$(($key, $crate::config::ConfigValue::show(&self.$field)),)*];
+                $(all.extend(self.$nfield.entries());)?
+                all
             }
         }
     };
 }
 pub(crate) use config_struct;
+
+config_struct! {
+    /// Java's `tls.*` keys (`TlsSystemConfig`), as given (empty = unset); read into
+    /// `remoting::tls::TlsSettings` by [`tls_settings`].
+    pub struct TlsKeys {
+        server_mode: String = String::new() => "tls.server.mode",
+        test_mode_enable: String = String::new() => "tls.test.mode.enable",
+        server_need_client_auth: String = String::new() => "tls.server.need.client.auth",
+        server_key_path: String = String::new() => "tls.server.keyPath",
+        server_key_password: String = String::new() => "tls.server.keyPassword",
+        server_cert_path: String = String::new() => "tls.server.certPath",
+        server_auth_client: String = String::new() => "tls.server.authClient",
+        server_trust_cert_path: String = String::new() => "tls.server.trustCertPath",
+        enable: String = String::new() => "tls.enable",
+        client_key_path: String = String::new() => "tls.client.keyPath",
+        client_key_password: String = String::new() => "tls.client.keyPassword",
+        client_cert_path: String = String::new() => "tls.client.certPath",
+        client_auth_server: String = String::new() => "tls.client.authServer",
+        client_trust_cert_path: String = String::new() => "tls.client.trustCertPath",
+        config_file: String = String::new() => "tls.config.file",
+    }
+}
 
 /// Reads a Java properties file.
 pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError> {
@@ -311,6 +344,27 @@ fn escape(s: &str, key: bool) -> String {
         }
     }
     out
+}
+
+/// Java's `tls.*` settings from a config's entries, overridden by the file `tls.config.file`
+/// names (Java's `TlsHelper` reads `/etc/rocketmq/tls.properties` by default, when it exists).
+/// A bad value or unreadable file refuses start-up naming the key.
+pub fn tls_settings(entries: &[(&'static str, String)]) -> Result<crate::remoting::tls::TlsSettings, ConfigError> {
+    let mut values: std::collections::HashMap<String, String> = entries
+        .iter()
+        .filter(|(k, v)| k.starts_with("tls.") && !v.trim().is_empty())
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let default_file = Path::new("/etc/rocketmq/tls.properties");
+    let file =
+        values.get("tls.config.file").map(PathBuf::from).or_else(|| default_file.exists().then(|| default_file.into()));
+    if let Some(file) = file {
+        let pairs = read_properties(&file)
+            .map_err(|e| ConfigError::Refused { key: "tls.config.file".into(), reason: e.to_string() })?;
+        values.extend(pairs.into_iter().filter(|(k, v)| k.starts_with("tls.") && !v.trim().is_empty()));
+    }
+    crate::remoting::tls::TlsSettings::from_keys(|k| values.get(k).cloned())
+        .map_err(|e| ConfigError::Refused { key: e.key.into(), reason: e.reason })
 }
 
 /// The user's home directory, as Java's `user.home`.

@@ -153,6 +153,8 @@ pub struct Broker {
     ha_listener: Option<tokio::net::TcpListener>,
     /// `kafkaListenPort` on a master: the Kafka front end over the same store.
     kafka: Option<(Arc<crate::kafka::Kafka>, tokio::net::TcpListener)>,
+    /// TLS on the HA port too (`tls.server.mode`).
+    tls_server: Option<Arc<crate::remoting::tls::TlsServer>>,
     inner: Arc<BrokerInner>,
 }
 
@@ -180,6 +182,12 @@ impl Broker {
                 timer_arrived.notify_one();
             }
         }));
+        let tls = crate::config::tls_settings(&config.entries())
+            .map_err(|e| StartError::Config { what: "the TLS settings", why: e.to_string() })?;
+        let tls_error =
+            |e: crate::remoting::tls::TlsError| StartError::Config { what: "the TLS settings", why: e.to_string() };
+        let tls_server = crate::remoting::tls::TlsServer::new(&tls).map_err(tls_error)?;
+        let tls_client = crate::remoting::tls::TlsClient::new(&tls).map_err(tls_error)?;
         let addr = format!("{}:{}", config.bind_address, config.listen_port);
         let server_config = ServerConfig {
             connection: ConnectionOptions {
@@ -191,13 +199,15 @@ impl Broker {
             },
             max_connections: config.max_connections,
         };
-        let server =
-            RemotingServer::bind(&addr, server_config).await.map_err(|source| StartError::Bind { addr, source })?;
+        let server = RemotingServer::bind(&addr, server_config)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })?
+            .with_tls(tls_server.clone());
         let vip_server = match config.listen_port.checked_sub(2).filter(|p| *p > 0) {
             Some(port) => {
                 let vip_addr = format!("{}:{port}", config.bind_address);
                 match RemotingServer::bind(&vip_addr, server_config).await {
-                    Ok(s) => Some(s),
+                    Ok(s) => Some(s.with_tls(tls_server.clone())),
                     Err(e) => {
                         warn!(addr = vip_addr, error = %e, "cannot listen on the VIP port (listenPort - 2); Java slaves and VIP-channel clients cannot reach this broker");
                         None
@@ -208,7 +218,7 @@ impl Broker {
         };
         let (ha_service, ha_client, ha_listener) = if config.is_slave() {
             let master = (!config.ha_master_address.is_empty()).then(|| config.ha_master_address.clone());
-            (None, Some(crate::ha::HaClient::new(store.clone(), master)), None)
+            (None, Some(crate::ha::HaClient::new(store.clone(), master, tls_client.clone())), None)
         } else {
             let ha_port = config.ha_server_addr().rsplit(':').next().unwrap_or("0").to_owned();
             let ha_addr = format!("{}:{ha_port}", config.bind_address);
@@ -222,7 +232,8 @@ impl Broker {
             FrameLimits::default(),
             TaskTracker::new(),
             CancellationToken::new(),
-        );
+        )
+        .with_tls(tls_client);
         let live = Arc::new(LiveConfig::new(&config));
         let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
         let inner = Arc::new(BrokerInner {
@@ -268,7 +279,7 @@ impl Broker {
             }
         }
         let kafka = bind_kafka(&inner).await?;
-        Ok(Self { server, vip_server, ha_listener, kafka, inner })
+        Ok(Self { server, vip_server, ha_listener, kafka, tls_server, inner })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -296,11 +307,11 @@ impl Broker {
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
-            let (stop, ha_tracker) = (shutdown.clone(), tracker.clone());
+            let (stop, ha_tracker, ha_tls) = (shutdown.clone(), tracker.clone(), self.tls_server.clone());
             let started = listener.into_std().and_then(|std| {
                 crate::ha::spawn_thread("ferrocket-ha-master", move || async move {
                     match tokio::net::TcpListener::from_std(std) {
-                        Ok(listener) => ha.serve(listener, stop, ha_tracker).await,
+                        Ok(listener) => ha.serve(listener, ha_tls, stop, ha_tracker).await,
                         Err(e) => error!(error = %e, "HA listener unusable; no slave can connect"),
                     }
                 })

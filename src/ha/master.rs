@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Buf;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use super::wire::{encode_header, REPORT_LEN, TRANSFER_BATCH};
+use crate::remoting::tls::{Accepted, TlsServer};
 use crate::store::MessageStore;
 
 /// `haSendHeartbeatInterval`.
@@ -146,8 +147,15 @@ impl HaService {
         }
     }
 
-    /// Accepts slaves on `listener` until `shutdown`.
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: CancellationToken, tracker: TaskTracker) {
+    /// Accepts slaves on `listener` until `shutdown`; over TLS as `tls` says (a Java slave's
+    /// first bytes are an offset report, never a TLS record, so permissive mode serves both).
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        tls: Option<Arc<TlsServer>>,
+        shutdown: CancellationToken,
+        tracker: TaskTracker,
+    ) {
         loop {
             let accepted = tokio::select! {
                 _ = shutdown.cancelled() => break,
@@ -160,8 +168,23 @@ impl HaService {
                     let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                     let me = self.clone();
                     let stop = shutdown.child_token();
+                    let tls = tls.clone();
                     tracker.spawn(async move {
-                        if let Err(e) = me.clone().serve_slave(id, stream, stop).await {
+                        let served = match tls {
+                            None => me.clone().serve_slave(id, stream, stop).await,
+                            Some(tls) => {
+                                match tokio::time::timeout(Duration::from_secs(10), tls.accept(stream)).await {
+                                    Ok(Ok(Accepted::Plain(s))) => me.clone().serve_slave(id, s, stop).await,
+                                    Ok(Ok(Accepted::Tls(s))) => me.clone().serve_slave(id, *s, stop).await,
+                                    Ok(Err(e)) => Err(e),
+                                    Err(_) => Err(std::io::Error::new(
+                                        std::io::ErrorKind::TimedOut,
+                                        "no TLS handshake within 10 s",
+                                    )),
+                                }
+                            }
+                        };
+                        if let Err(e) = served {
                             warn!(slave = %peer, error = %e, "replication connection closed");
                         }
                         me.acks().remove(&id);
@@ -175,8 +198,11 @@ impl HaService {
         }
     }
 
-    async fn serve_slave(self: Arc<Self>, id: u64, stream: TcpStream, stop: CancellationToken) -> std::io::Result<()> {
-        let (mut read, mut write) = stream.into_split();
+    async fn serve_slave<S>(self: Arc<Self>, id: u64, stream: S, stop: CancellationToken) -> std::io::Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (mut read, mut write) = tokio::io::split(stream);
         let requested = Arc::new(AtomicU64::new(u64::MAX));
         let reader = {
             let (me, requested, stop) = (self.clone(), requested.clone(), stop.clone());

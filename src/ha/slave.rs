@@ -5,13 +5,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::wire::{decode_header, HEADER_LEN, TRANSFER_BATCH};
+use crate::remoting::tls::TlsClient;
 use crate::store::MessageStore;
 
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);
@@ -25,12 +26,15 @@ pub struct HaClient {
     changed: Notify,
     /// Connected to the master and hearing from it (data or heartbeats).
     connected: AtomicBool,
+    tls: Option<Arc<TlsClient>>,
 }
 
 impl HaClient {
-    pub fn new(store: Arc<MessageStore>, master: Option<String>) -> Arc<Self> {
+    /// `tls`: connect to the master over TLS (`tls.enable`).
+    pub fn new(store: Arc<MessageStore>, master: Option<String>, tls: Option<Arc<TlsClient>>) -> Arc<Self> {
         Arc::new(Self {
             store,
+            tls,
             master: Mutex::new(master.filter(|m| m.len() >= 6)),
             changed: Notify::new(),
             connected: AtomicBool::new(false),
@@ -89,7 +93,14 @@ impl HaClient {
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
         let _ = stream.set_nodelay(true);
         info!(master = addr, offset = self.store.commit_log_max_offset(), "connected to master for replication");
-        let (read, mut write) = stream.into_split();
+        match &self.tls {
+            None => self.replicate_on(stream).await,
+            Some(tls) => self.replicate_on(tls.connect(stream).await?).await,
+        }
+    }
+
+    async fn replicate_on<S: AsyncRead + AsyncWrite>(&self, stream: S) -> std::io::Result<()> {
+        let (read, mut write) = tokio::io::split(stream);
         write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
         self.connected.store(true, Ordering::Release);
         // A report follows every frame, heartbeats included (the master sends one every 5 s, so

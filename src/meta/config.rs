@@ -143,6 +143,8 @@ config_struct! {
         kafka_group_max_session_timeout_ms: i32 = 1_800_000 => "kafkaGroupMaxSessionTimeoutMs",
         /// Kafka's connections.max.idle.ms: a connection silent this long is closed (0: never).
         kafka_connections_max_idle_ms: u64 = 600_000 => "kafkaConnectionsMaxIdleMs",
+        // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
+        @nested tls: crate::config::TlsKeys,
     }
 }
 
@@ -423,30 +425,5 @@ impl BrokerConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn java_keys_load_and_refusals_name_the_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("broker.conf");
-        std::fs::write(&path, "brokerClusterName=C\nbrokerName=broker-a\nflushDiskType=SYNC_FLUSH\nlistenPort=10921\nsendMessageThreadPoolNums=4\nbogus=1\n").unwrap();
-        let c = BrokerConfig::load(Some(&path), Some("127.0.0.1:9876")).unwrap();
-        assert_eq!(c.broker_name, "broker-a");
-        assert_eq!(c.store_config().flush_disk_type, FlushDiskType::SyncFlush);
-        assert_eq!(c.namesrv_addrs(), vec!["127.0.0.1:9876"]);
-        assert!(c.ha_server_addr().ends_with(":10922"));
-        for (text, key) in [
-            ("brokerRole=SLAVE\n", "brokerId"),
-            ("brokerRole=MASTER\n", "brokerRole"),
-            ("brokerRole=SYNC_MASTER\nbrokerId=2\n", "brokerId"),
-            ("aclEnable=true\n", "aclEnable"),
-            ("listenPort=x\n", "listenPort"),
-            ("flushDiskType=FAST\n", "flushDiskType"),
-        ] {
-            std::fs::write(&path, text).unwrap();
-            let err = BrokerConfig::load(Some(&path), None).unwrap_err().to_string();
-            assert!(err.contains(key), "{text}: {err}");
-        }
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

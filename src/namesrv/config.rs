@@ -50,6 +50,8 @@ config_struct! {
         frame_max_length: usize = crate::protocol::frame::DEFAULT_MAX_FRAME => "frameMaxLength",
         /// ferrocket: connections served at once.
         max_connections: usize = 10_000 => "maxConnections",
+        // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
+        @nested tls: crate::config::TlsKeys,
     }
 }
 

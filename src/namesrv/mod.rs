@@ -37,6 +37,8 @@ pub enum StartError {
     Bind { addr: String, source: std::io::Error },
     #[error(transparent)]
     Kv(#[from] KvError),
+    #[error("TLS settings: {0}")]
+    Tls(String),
 }
 
 /// A bound NameServer, not yet serving.
@@ -60,9 +62,12 @@ impl NameServer {
             },
             max_connections: config.max_connections,
         };
+        let tls = crate::config::tls_settings(&config.entries()).map_err(|e| StartError::Tls(e.to_string()))?;
+        let tls = crate::remoting::tls::TlsServer::new(&tls).map_err(|e| StartError::Tls(e.to_string()))?;
         let server = RemotingServer::bind(&addr, server_config)
             .await
-            .map_err(|source| StartError::Bind { addr: addr.clone(), source })?;
+            .map_err(|source| StartError::Bind { addr: addr.clone(), source })?
+            .with_tls(tls);
         Ok(Self { server, processor: Arc::new(NamesrvProcessor::new(config, kv)) })
     }
 

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connection::{Connection, ConnectionOptions, RequestHandler};
+use super::tls::TlsClient;
 use super::RemotingError;
 use crate::protocol::{FrameLimits, RemotingCommand};
 
@@ -23,11 +24,18 @@ pub struct RemotingClient<H: RequestHandler> {
     connections: Mutex<HashMap<String, Arc<Connection>>>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+    tls: Option<Arc<TlsClient>>,
 }
 
 impl<H: RequestHandler> RemotingClient<H> {
     pub fn new(handler: Arc<H>, limits: FrameLimits, tracker: TaskTracker, shutdown: CancellationToken) -> Self {
-        Self { handler, limits, connections: Mutex::new(HashMap::new()), tracker, shutdown }
+        Self { handler, limits, connections: Mutex::new(HashMap::new()), tracker, shutdown, tls: None }
+    }
+
+    /// Connects over TLS (`tls.enable`); `None` is plaintext.
+    pub fn with_tls(mut self, tls: Option<Arc<TlsClient>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     /// The open connection to `addr`, connecting if needed.
@@ -40,14 +48,20 @@ impl<H: RequestHandler> RemotingClient<H> {
             .await
             .map_err(|_| connect_err(std::io::ErrorKind::TimedOut.into()))?
             .map_err(connect_err)?;
-        let conn = Connection::spawn(
-            stream,
-            self.handler.clone(),
-            ConnectionOptions { limits: self.limits, idle_timeout: None },
-            &self.tracker,
-            &self.shutdown,
-        )
-        .map_err(connect_err)?;
+        let options = ConnectionOptions { limits: self.limits, idle_timeout: None };
+        let conn = match &self.tls {
+            None => Connection::spawn(stream, self.handler.clone(), options, &self.tracker, &self.shutdown)
+                .map_err(connect_err)?,
+            Some(tls) => {
+                let peer = stream.peer_addr().map_err(connect_err)?;
+                let _ = stream.set_nodelay(true);
+                let stream = tokio::time::timeout(CONNECT_TIMEOUT, tls.connect(stream))
+                    .await
+                    .map_err(|_| connect_err(std::io::ErrorKind::TimedOut.into()))?
+                    .map_err(connect_err)?;
+                Connection::spawn_stream(stream, peer, self.handler.clone(), options, &self.tracker, &self.shutdown)
+            }
+        };
         let mut table = self.table();
         // Another task may have connected meanwhile; keep the first live one.
         if let Some(existing) = table.get(addr).filter(|c| !c.is_closed()) {

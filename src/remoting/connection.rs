@@ -8,9 +8,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::FramedRead;
@@ -18,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn, Instrument};
 
+use super::frame_writer::FrameWriter;
 use super::RemotingError;
-use crate::protocol::frame::encode_head;
 use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
 
 /// Frames queued for the writer per connection.
@@ -116,6 +115,41 @@ impl Connection {
     ) -> std::io::Result<Arc<Connection>> {
         let peer = stream.peer_addr()?;
         let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        Ok(Self::start(peer, read, write, handler, options, tracker, shutdown))
+    }
+
+    /// As [`Self::spawn`], for a stream that is not a plain socket (TLS).
+    pub fn spawn_stream<H, S>(
+        stream: S,
+        peer: SocketAddr,
+        handler: Arc<H>,
+        options: ConnectionOptions,
+        tracker: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> Arc<Connection>
+    where
+        H: RequestHandler,
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        Self::start(peer, read, write, handler, options, tracker, shutdown)
+    }
+
+    fn start<H, R, W>(
+        peer: SocketAddr,
+        read: R,
+        write: W,
+        handler: Arc<H>,
+        options: ConnectionOptions,
+        tracker: &TaskTracker,
+        shutdown: &CancellationToken,
+    ) -> Arc<Connection>
+    where
+        H: RequestHandler,
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let conn = Arc::new(Connection {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -128,7 +162,6 @@ impl Connection {
             last_io_ms: AtomicU64::new(0),
         });
         let limits = options.limits;
-        let (read, write) = stream.into_split();
         let span = tracing::info_span!("conn", id = conn.id, peer = %peer);
         tracker.spawn(write_loop(write, rx, conn.clone()).instrument(span.clone()));
         let reader =
@@ -137,7 +170,7 @@ impl Connection {
         if let Some(idle) = options.idle_timeout {
             tracker.spawn(idle_watch(conn.clone(), idle).instrument(span));
         }
-        Ok(conn)
+        conn
     }
 
     pub fn id(&self) -> u64 {
@@ -221,8 +254,8 @@ impl Connection {
     }
 }
 
-async fn read_loop<H: RequestHandler>(
-    mut frames: FramedRead<tokio::net::tcp::OwnedReadHalf, RemotingCodec>,
+async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
+    mut frames: FramedRead<R, RemotingCodec>,
     conn: Arc<Connection>,
     handler: Arc<H>,
     tracker: TaskTracker,
@@ -299,8 +332,8 @@ async fn read_loop<H: RequestHandler>(
     debug!("connection closed");
 }
 
-async fn write_loop(
-    mut sink: tokio::net::tcp::OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut sink: W,
     mut rx: mpsc::Receiver<RemotingCommand>,
     conn: Arc<Connection>,
 ) {
@@ -338,72 +371,6 @@ async fn write_loop(
     }
     closed.cancel();
     let _ = sink.shutdown().await;
-}
-
-/// Frames waiting to be written: small pieces are copied into one buffer, large body parts
-/// (stored records from the mapped CommitLog) are written from where they are, with `writev`.
-#[derive(Default)]
-struct FrameWriter {
-    buf: BytesMut,
-    chunks: Vec<Bytes>,
-    len: usize,
-    frames: usize,
-}
-
-/// Body parts at least this big are not copied.
-const ZERO_COPY_MIN: usize = 4096;
-
-impl FrameWriter {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn frames(&self) -> usize {
-        self.frames
-    }
-
-    fn push(&mut self, cmd: RemotingCommand) {
-        self.len += 8 + cmd.body_len();
-        self.frames += 1;
-        encode_head(&cmd, &mut self.buf);
-        for part in std::iter::once(&cmd.body).chain(cmd.body_parts.iter()) {
-            if part.len() < ZERO_COPY_MIN {
-                self.buf.extend_from_slice(part);
-            } else {
-                if !self.buf.is_empty() {
-                    self.chunks.push(self.buf.split().freeze());
-                }
-                self.chunks.push(part.clone());
-            }
-        }
-    }
-
-    async fn write_to(&mut self, sink: &mut tokio::net::tcp::OwnedWriteHalf) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            self.chunks.push(self.buf.split().freeze());
-        }
-        let mut chunks: std::collections::VecDeque<Bytes> = self.chunks.drain(..).collect();
-        while !chunks.is_empty() {
-            let slices: Vec<std::io::IoSlice<'_>> = chunks.iter().take(64).map(|c| std::io::IoSlice::new(c)).collect();
-            let mut n = sink.write_vectored(&slices).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            while n > 0 {
-                let Some(front) = chunks.front_mut() else { break };
-                if n >= front.len() {
-                    n -= front.len();
-                    chunks.pop_front();
-                } else {
-                    front.advance(n);
-                    n = 0;
-                }
-            }
-        }
-        self.len = 0;
-        self.frames = 0;
-        Ok(())
-    }
 }
 
 /// Closes the connection once it has been idle for `idle`.

@@ -1,7 +1,7 @@
 //! Transport shared by the NameServer and the broker: the accept loop, per-connection reader and
 //! writer tasks, responses matched by opaque, and the outbound client.
 //!
-//! May import: `crate::protocol`, `crate::model`, `crate::shutdown`.
+//! May import: `crate::protocol`, `crate::model`, `crate::shutdown`, `crate::telemetry`.
 //!
 //! ```text
 //! socket --FramedRead--> reader task --request--> handler task (one per request) --+
@@ -15,7 +15,9 @@
 
 mod client;
 mod connection;
+mod frame_writer;
 mod server;
+pub mod tls;
 
 pub use client::RemotingClient;
 pub use connection::{park_current_request, Connection, ConnectionOptions, RequestHandler};

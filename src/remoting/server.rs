@@ -7,9 +7,10 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, error, warn};
+use tracing::{debug, error, info, warn};
 
 use super::connection::{Connection, ConnectionOptions, RequestHandler};
+use super::tls::TlsServer;
 
 /// Transport settings of a server.
 #[derive(Clone, Copy, Debug)]
@@ -35,11 +36,21 @@ impl Default for ServerConfig {
 pub struct RemotingServer {
     listener: TcpListener,
     config: ServerConfig,
+    tls: Option<Arc<TlsServer>>,
 }
+
+/// How long a peer has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl RemotingServer {
     pub async fn bind(addr: impl ToSocketAddrs, config: ServerConfig) -> std::io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(addr).await?, config })
+        Ok(Self { listener: TcpListener::bind(addr).await?, config, tls: None })
+    }
+
+    /// Serves TLS as `tls` says (`tls.server.mode`); `None` is plaintext only.
+    pub fn with_tls(mut self, tls: Option<Arc<TlsServer>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -61,8 +72,8 @@ impl RemotingServer {
                 _ = shutdown.cancelled() => break,
                 a = self.listener.accept() => a,
             };
-            let stream = match accepted {
-                Ok((stream, _)) => stream,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and friends: back off briefly instead of spinning.
                     error!(error = %e, "accept failed");
@@ -70,6 +81,44 @@ impl RemotingServer {
                     continue;
                 }
             };
+            if let Some(tls) = self.tls.clone() {
+                // The handshake (or the peek that tells plaintext from TLS) must not hold up the
+                // accept loop: it runs in the connection's own task.
+                let (handler, options, t, stop) =
+                    (handler.clone(), self.config.connection, tracker.clone(), shutdown.clone());
+                tracker.spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    // A silent peer is closed after the idle time, as a plaintext one would be.
+                    let first = tls.starts_tls(&stream);
+                    let is_tls = match options.idle_timeout {
+                        Some(idle) => tokio::time::timeout(idle, first).await.map_err(|_| "idle"),
+                        None => Ok(first.await),
+                    };
+                    let conn = match is_tls {
+                        Err(_) => return info!(%peer, "closing idle connection before its first byte"),
+                        Ok(Err(e)) => return debug!(%peer, error = %e, "connection closed before its first byte"),
+                        Ok(Ok(false)) => Connection::spawn(stream, handler, options, &t, &stop),
+                        Ok(Ok(true)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.handshake(stream)).await {
+                            Ok(Ok(s)) => Ok(Connection::spawn_stream(s, peer, handler, options, &t, &stop)),
+                            Ok(Err(e)) => Err(e),
+                            Err(_) => {
+                                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within 10 s"))
+                            }
+                        },
+                    };
+                    match conn {
+                        Ok(conn) => {
+                            debug!(id = conn.id(), %peer, "accepted connection");
+                            conn.closed_signal().await;
+                        }
+                        Err(e) => {
+                            warn!(%peer, error = %e, "closing connection: TLS handshake failed (tls.server.mode)")
+                        }
+                    }
+                    drop(permit);
+                });
+                continue;
+            }
             match Connection::spawn(stream, handler.clone(), self.config.connection, &tracker, &shutdown) {
                 Ok(conn) => {
                     debug!(id = conn.id(), peer = %conn.peer(), "accepted connection");

@@ -22,4 +22,5 @@ mod store;
 mod subscription_refresh;
 mod support;
 mod timers;
+mod tls;
 mod transactions;

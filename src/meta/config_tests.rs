@@ -1,0 +1,44 @@
+//! Tests of `meta::config`.
+use super::*;
+
+#[test]
+fn java_keys_load_and_refusals_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broker.conf");
+    std::fs::write(&path, "brokerClusterName=C\nbrokerName=broker-a\nflushDiskType=SYNC_FLUSH\nlistenPort=10921\nsendMessageThreadPoolNums=4\nbogus=1\n").unwrap();
+    let c = BrokerConfig::load(Some(&path), Some("127.0.0.1:9876")).unwrap();
+    assert_eq!(c.broker_name, "broker-a");
+    assert_eq!(c.store_config().flush_disk_type, FlushDiskType::SyncFlush);
+    assert_eq!(c.namesrv_addrs(), vec!["127.0.0.1:9876"]);
+    assert!(c.ha_server_addr().ends_with(":10922"));
+    for (text, key) in [
+        ("brokerRole=SLAVE\n", "brokerId"),
+        ("brokerRole=MASTER\n", "brokerRole"),
+        ("brokerRole=SYNC_MASTER\nbrokerId=2\n", "brokerId"),
+        ("aclEnable=true\n", "aclEnable"),
+        ("listenPort=x\n", "listenPort"),
+        ("flushDiskType=FAST\n", "flushDiskType"),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let err = BrokerConfig::load(Some(&path), None).unwrap_err().to_string();
+        assert!(err.contains(key), "{text}: {err}");
+    }
+}
+
+#[test]
+fn tls_keys_load_into_the_nested_struct_and_come_back_in_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("broker.conf");
+    std::fs::write(&path, "tls.server.mode=enforcing\ntls.server.certPath=/c.pem\nlistenPort=10911\n").unwrap();
+    let c = BrokerConfig::load(Some(&path), None).unwrap();
+    assert_eq!((c.tls.server_mode.as_str(), c.tls.server_cert_path.as_str()), ("enforcing", "/c.pem"));
+    let entries = c.entries();
+    assert!(entries.iter().any(|(k, v)| *k == "tls.server.mode" && v == "enforcing"));
+    let tls = crate::config::tls_settings(&entries).unwrap();
+    assert_eq!(tls.mode, crate::remoting::tls::TlsMode::Enforcing);
+    assert_eq!(tls.server_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+    std::fs::write(&path, "tls.server.mode=sometimes\n").unwrap();
+    let bad = BrokerConfig::load(Some(&path), None).unwrap();
+    let err = crate::config::tls_settings(&bad.entries()).unwrap_err().to_string();
+    assert!(err.contains("tls.server.mode"), "{err}");
+}
