@@ -5,7 +5,8 @@
 //!
 //! May import: `crate::telemetry`, `super` (the broker's state).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use metrics::Label;
@@ -27,12 +28,15 @@ pub fn node(config: &super::BrokerConfig) -> Option<Arc<Node>> {
 }
 
 /// Serves `/metrics` and keeps this broker's gauges up to date at every scrape, until `shutdown`.
-pub async fn start(inner: &Arc<BrokerInner>, shutdown: CancellationToken) {
-    if inner.metrics.is_none() {
-        return;
-    }
+/// `connections`: the open-connection counters of its remoting ports.
+pub async fn start(inner: &Arc<BrokerInner>, connections: Vec<Arc<AtomicUsize>>, shutdown: CancellationToken) {
+    let Some(node) = inner.metrics.clone() else { return };
     let weak = Arc::downgrade(inner);
-    let collector = telemetry::on_scrape(move || collect(&weak));
+    let collector = telemetry::on_scrape(move || {
+        let open: usize = connections.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        gauge(&node, names::CONNECTIONS, vec![], open as f64);
+        collect(&weak);
+    });
     let c = &inner.config;
     telemetry::http::serve(&c.metrics_prom_exporter_host, c.metrics_prom_exporter_port, shutdown.clone()).await;
     tokio::spawn(async move {
@@ -43,6 +47,15 @@ pub async fn start(inner: &Arc<BrokerInner>, shutdown: CancellationToken) {
 
 fn gauge(node: &Node, name: &'static str, more: Vec<Label>, value: f64) {
     metrics::gauge!(name, node.labels(more)).set(value);
+}
+
+fn group_labels(topic: &str, group: &str) -> Vec<Label> {
+    let is_retry = topic.starts_with("%RETRY%");
+    vec![
+        Label::new(names::LABEL_TOPIC, topic.to_owned()),
+        Label::new(names::LABEL_CONSUMER_GROUP, group.to_owned()),
+        Label::new(names::LABEL_IS_RETRY, if is_retry { "true" } else { "false" }),
+    ]
 }
 
 fn collect(weak: &Weak<BrokerInner>) {
@@ -56,22 +69,18 @@ fn collect(weak: &Weak<BrokerInner>) {
 
     // Consumer lag (Java's ConsumerLagCalculator): per (topic, group), the messages between the
     // committed offset and each queue's end.
-    let mut lag: HashMap<(String, String), i64> = HashMap::new();
-    for (topic, group, queues) in b.offsets.all() {
-        let behind: i64 = queues
-            .iter()
-            .map(|(q, committed)| (b.store.max_offset_in_queue(&topic, *q) - committed.max(&0)).max(0))
-            .sum();
-        *lag.entry((topic, group)).or_default() += behind;
+    let committed: HashMap<(String, String), BTreeMap<i32, i64>> =
+        b.offsets.all().into_iter().map(|(t, g, q)| ((t, g), q)).collect();
+    for ((topic, group), queues) in &committed {
+        let behind: i64 =
+            queues.iter().map(|(q, c)| (b.store.max_offset_in_queue(topic, *q) - (*c).max(0)).max(0)).sum();
+        gauge(node, names::CONSUMER_LAG_MESSAGES, group_labels(topic, group), behind as f64);
     }
-    for ((topic, group), behind) in lag {
-        let is_retry = topic.starts_with("%RETRY%");
-        let labels = vec![
-            Label::new(names::LABEL_TOPIC, topic),
-            Label::new(names::LABEL_CONSUMER_GROUP, group),
-            Label::new(names::LABEL_IS_RETRY, if is_retry { "true" } else { "false" }),
-        ];
-        gauge(node, names::CONSUMER_LAG_MESSAGES, labels, behind as f64);
+    // In flight (`calculateInflight`): pulled but not yet committed.
+    for (topic, group, pulled) in b.offsets.pulled() {
+        let Some(done) = committed.get(&(topic.clone(), group.clone())) else { continue };
+        let inflight: i64 = pulled.iter().map(|(q, p)| done.get(q).map_or(0, |c| (p - c).max(0))).sum();
+        gauge(node, names::CONSUMER_INFLIGHT_MESSAGES, group_labels(&topic, &group), inflight as f64);
     }
 
     let (max, flushed, dispatched) =

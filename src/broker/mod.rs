@@ -303,7 +303,8 @@ impl Broker {
             "ferrocket broker started"
         );
         inner.persist_topics().await;
-        metrics::start(&inner, shutdown.clone()).await;
+        let connections = std::iter::once(&self.server).chain(self.vip_server.as_ref()).map(|s| s.open_connections());
+        metrics::start(&inner, connections.collect(), shutdown.clone()).await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {

@@ -35,7 +35,8 @@ fn tls_keys_load_into_the_nested_struct_and_come_back_in_entries() {
     let entries = c.entries();
     assert!(entries.iter().any(|(k, v)| *k == "tls.server.mode" && v == "enforcing"));
     let tls = crate::config::tls_settings(&entries).unwrap();
-    assert_eq!(tls.mode, crate::remoting::tls::TlsMode::Enforcing);
+    // (meta may not name remoting's types: the mode is checked by its name.)
+    assert_eq!(format!("{:?}", tls.mode), "Enforcing");
     assert_eq!(tls.server_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
     std::fs::write(&path, "tls.server.mode=sometimes\n").unwrap();
     let bad = BrokerConfig::load(Some(&path), None).unwrap();

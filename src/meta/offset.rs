@@ -5,7 +5,7 @@
 //! {"offsetTable":{"<topic>@<group>":{0:250,1:250}}, "dataVersion":{…}}   (Java writes bare keys)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,8 +27,14 @@ struct OffsetsFile {
     extra: crate::model::Extra,
 }
 
+/// topic -> group -> queue -> offset, looked up by `&str` (no allocation once known).
+type Pulled = HashMap<String, HashMap<String, HashMap<i32, i64>>>;
+
 pub struct ConsumerOffsetManager {
     table: Arc<Mutex<Table>>,
+    /// Where each consumer's last pull of a queue ended (Java's pull offset table; for the
+    /// in-flight metric, not persisted).
+    pulled: Mutex<Pulled>,
     dirty: AtomicBool,
     file: Arc<ConfigFile>,
 }
@@ -54,7 +60,12 @@ impl ConsumerOffsetManager {
             };
             serde_json::to_vec_pretty(&file).unwrap_or_default()
         };
-        Ok(Self { table, dirty: AtomicBool::new(false), file: ConfigFile::new(path, Box::new(snapshot)) })
+        Ok(Self {
+            table,
+            pulled: Mutex::default(),
+            dirty: AtomicBool::new(false),
+            file: ConfigFile::new(path, Box::new(snapshot)),
+        })
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -76,6 +87,27 @@ impl ConsumerOffsetManager {
         self.table().get(&key(topic, group)).cloned().unwrap_or_default()
     }
 
+    /// A pull of `group` returned messages up to `next` (Java's `commitPullOffset`).
+    pub fn record_pull(&self, group: &str, topic: &str, queue_id: i32, next: i64) {
+        let mut pulled = self.pulled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queues) = pulled.get_mut(topic).and_then(|g| g.get_mut(group)) {
+            queues.insert(queue_id, next);
+            return;
+        }
+        pulled.entry(topic.to_owned()).or_default().entry(group.to_owned()).or_default().insert(queue_id, next);
+    }
+
+    /// Every pull offset: (topic, group) with its queues' offsets.
+    pub fn pulled(&self) -> Vec<(String, String, BTreeMap<i32, i64>)> {
+        let pulled = self.pulled.lock().unwrap_or_else(|e| e.into_inner());
+        pulled
+            .iter()
+            .flat_map(|(t, groups)| {
+                groups.iter().map(move |(g, q)| (t.clone(), g.clone(), q.iter().map(|(k, v)| (*k, *v)).collect()))
+            })
+            .collect()
+    }
+
     /// Every committed offset: (topic, group) with its queues' offsets (metrics, at scrape time).
     pub fn all(&self) -> Vec<(String, String, BTreeMap<i32, i64>)> {
         self.table()
@@ -91,6 +123,7 @@ impl ConsumerOffsetManager {
     }
 
     pub fn remove_topic(&self, topic: &str) {
+        self.pulled.lock().unwrap_or_else(|e| e.into_inner()).remove(topic);
         let prefix = format!("{topic}@");
         self.table().retain(|k, _| !k.starts_with(&prefix));
         self.dirty.store(true, Ordering::Release);
@@ -103,6 +136,9 @@ impl ConsumerOffsetManager {
         t.retain(|k, _| k.rsplit_once('@').is_none_or(|(_, g)| g != group));
         let removed = t.len() != before;
         drop(t);
+        for groups in self.pulled.lock().unwrap_or_else(|e| e.into_inner()).values_mut() {
+            groups.remove(group);
+        }
         if removed {
             self.dirty.store(true, Ordering::Release);
         }

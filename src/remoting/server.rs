@@ -1,6 +1,7 @@
 //! The accept loop: a bounded number of connections, each served by [`Connection`] tasks.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -37,6 +38,8 @@ pub struct RemotingServer {
     listener: TcpListener,
     config: ServerConfig,
     tls: Option<Arc<TlsServer>>,
+    /// Connections open right now.
+    open: Arc<AtomicUsize>,
 }
 
 /// How long a peer has to finish its TLS handshake.
@@ -44,7 +47,12 @@ const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 
 impl RemotingServer {
     pub async fn bind(addr: impl ToSocketAddrs, config: ServerConfig) -> std::io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(addr).await?, config, tls: None })
+        Ok(Self { listener: TcpListener::bind(addr).await?, config, tls: None, open: Arc::default() })
+    }
+
+    /// The number of connections open right now (for metrics), valid after `serve` starts.
+    pub fn open_connections(&self) -> Arc<AtomicUsize> {
+        self.open.clone()
     }
 
     /// Serves TLS as `tls` says (`tls.server.mode`); `None` is plaintext only.
@@ -86,6 +94,7 @@ impl RemotingServer {
                 // accept loop: it runs in the connection's own task.
                 let (handler, options, t, stop) =
                     (handler.clone(), self.config.connection, tracker.clone(), shutdown.clone());
+                let open = self.open.clone();
                 tracker.spawn(async move {
                     let _ = stream.set_nodelay(true);
                     // A silent peer is closed after the idle time, as a plaintext one would be.
@@ -109,7 +118,9 @@ impl RemotingServer {
                     match conn {
                         Ok(conn) => {
                             debug!(id = conn.id(), %peer, "accepted connection");
+                            open.fetch_add(1, Ordering::Relaxed);
                             conn.closed_signal().await;
+                            open.fetch_sub(1, Ordering::Relaxed);
                         }
                         Err(e) => {
                             warn!(%peer, error = %e, "closing connection: TLS handshake failed (tls.server.mode)")
@@ -122,9 +133,11 @@ impl RemotingServer {
             match Connection::spawn(stream, handler.clone(), self.config.connection, &tracker, &shutdown) {
                 Ok(conn) => {
                     debug!(id = conn.id(), peer = %conn.peer(), "accepted connection");
-                    let closed = conn.clone();
+                    let (closed, open) = (conn.clone(), self.open.clone());
+                    open.fetch_add(1, Ordering::Relaxed);
                     tracker.spawn(async move {
                         closed.closed_signal().await;
+                        open.fetch_sub(1, Ordering::Relaxed);
                         drop(permit);
                     });
                 }

@@ -39,6 +39,8 @@ pub const STORAGE_DISPATCH_BEHIND: &str = "rocketmq_storage_dispatch_behind_byte
 pub const GROUP_COMMIT_BATCH: &str = "ferrocket_group_commit_batch_size";
 /// Seconds one CommitLog flush (msync/fsync) took.
 pub const FLUSH_LATENCY: &str = "ferrocket_flush_latency_seconds";
+/// Remoting connections open (client and VIP ports).
+pub const CONNECTIONS: &str = "ferrocket_connections";
 /// Pulls parked for long polling.
 pub const HELD_PULLS: &str = "ferrocket_held_pulls";
 /// Bytes of CommitLog a slave has not yet acknowledged (master), or not yet received (slave).

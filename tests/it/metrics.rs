@@ -80,6 +80,7 @@ async fn metrics_after_traffic_have_the_values_the_traffic_implies() {
     assert_eq!(get("rocketmq_messages_out_total", &[("topic", topic), ("consumer_group", "CG")]), 7.0);
     assert_eq!(get("rocketmq_throughput_out_total", &[("topic", topic), ("consumer_group", "CG")]), stored);
     assert_eq!(get("rocketmq_consumer_lag_messages", &[("topic", topic), ("consumer_group", "CG")]), 5.0);
+    assert_eq!(get("rocketmq_consumer_inflight_messages", &[("topic", topic), ("consumer_group", "CG")]), 5.0);
     let sends =
         get("rocketmq_rpc_latency_count", &[("request_code", "310"), ("response_code", "0"), ("result", "success")]);
     assert_eq!(sends, 7.0);
@@ -89,6 +90,18 @@ async fn metrics_after_traffic_have_the_values_the_traffic_implies() {
     get("rocketmq_storage_flush_behind_bytes", &[]);
     assert!(get("rocketmq_storage_size", &[]) >= stored);
     assert_eq!(get("ferrocket_held_pulls", &[]), 0.0);
+    assert!(get("ferrocket_connections", &[]) >= 1.0, "this test's connection is open");
+
+    // Three more messages: the lag grows to 8, what is in flight (pulled up to 7, committed 2)
+    // stays 5.
+    for i in 7..10 {
+        call_addr(&c, &b.addr, send(topic, 0, format!("body-{i:03}").as_bytes(), "A")).await;
+    }
+    wait_max_offset(&c, &b.addr, topic, 0, 10).await;
+    let again = http_get(port, "/metrics").await;
+    let group = with(&[("topic", topic), ("consumer_group", "CG")]);
+    assert_eq!(sample(&again, "rocketmq_consumer_lag_messages", &group), Some(8.0), "{again}");
+    assert_eq!(sample(&again, "rocketmq_consumer_inflight_messages", &group), Some(5.0), "{again}");
 
     // A parked pull is counted while it waits.
     let held = tokio::spawn({

@@ -106,6 +106,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             let (count, bytes) = (result.messages.len() as u64, result.buffer_total_size as u64);
             crate::telemetry::messages_out(node, &h.topic, &h.consumer_group, system, count, bytes);
         }
+        b.offsets.record_pull(&h.consumer_group, &h.topic, h.queue_id, result.next_begin_offset);
     }
     let next = kept_offset(b, &h, &result);
     Ok(Some(response(req, result, code, next, suggest, &b.stats)))
