@@ -81,12 +81,17 @@ class Ferrocket:
 
     def create_topic(self, topic, queues=4):
         self.admin("update-topic", "-t", topic, "-c", "PyCluster", "-r", str(queues), "-w", str(queues))
+        # The broker registers the new topic with the NameServer after answering (as Java's does):
+        # until then topic-route exits non-zero (TOPIC_NOT_EXIST), which means "not yet" here.
         deadline = time.monotonic() + 30
+        last = None
         while time.monotonic() < deadline:
-            if "py-broker-a" in self.admin("topic-route", "-t", topic):
+            last = subprocess.run([self.binary, "admin", "-n", self.namesrv, "topic-route", "-t", topic],
+                                  capture_output=True, text=True, timeout=60)
+            if last.returncode == 0 and "py-broker-a" in last.stdout:
                 return
             time.sleep(0.2)
-        raise AssertionError(f"no route for {topic}")
+        raise AssertionError(f"no route for {topic} within 30 s; last answer: {last.stdout}{last.stderr}")
 
     def errors(self):
         with open(os.path.join(self.root, "ferrocket.log")) as f:

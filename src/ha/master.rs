@@ -172,17 +172,16 @@ impl HaService {
                     tracker.spawn(async move {
                         let served = match tls {
                             None => me.clone().serve_slave(id, stream, stop).await,
-                            Some(tls) => {
-                                match tokio::time::timeout(Duration::from_secs(10), tls.accept(stream)).await {
-                                    Ok(Ok(Accepted::Plain(s))) => me.clone().serve_slave(id, s, stop).await,
-                                    Ok(Ok(Accepted::Tls(s))) => me.clone().serve_slave(id, *s, stop).await,
-                                    Ok(Err(e)) => Err(e),
-                                    Err(_) => Err(std::io::Error::new(
-                                        std::io::ErrorKind::TimedOut,
-                                        "no TLS handshake within 10 s",
-                                    )),
-                                }
-                            }
+                            // A slave's first report may come a heartbeat interval after it connects.
+                            Some(tls) => match tokio::time::timeout(HOUSEKEEPING, tls.accept(stream)).await {
+                                Ok(Ok(Accepted::Plain(s))) => me.clone().serve_slave(id, s, stop).await,
+                                Ok(Ok(Accepted::Tls(s))) => me.clone().serve_slave(id, *s, stop).await,
+                                Ok(Err(e)) => Err(e),
+                                Err(_) => Err(std::io::Error::new(
+                                    std::io::ErrorKind::TimedOut,
+                                    "no first byte or TLS handshake within 20 s",
+                                )),
+                            },
                         };
                         if let Err(e) = served {
                             warn!(slave = %peer, error = %e, "replication connection closed");

@@ -108,7 +108,10 @@ impl RemotingServer {
                         Ok(Err(e)) => return debug!(%peer, error = %e, "connection closed before its first byte"),
                         Ok(Ok(false)) => Connection::spawn(stream, handler, options, &t, &stop),
                         Ok(Ok(true)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.handshake(stream)).await {
-                            Ok(Ok(s)) => Ok(Connection::spawn_stream(s, peer, handler, options, &t, &stop)),
+                            Ok(Ok(s)) => {
+                                debug!(%peer, "TLS handshake done");
+                                Ok(Connection::spawn_stream(s, peer, handler, options, &t, &stop))
+                            }
                             Ok(Err(e)) => Err(e),
                             Err(_) => {
                                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within 10 s"))
