@@ -172,22 +172,41 @@ pub fn read_properties(path: &Path) -> Result<Vec<(String, String)>, ConfigError
 /// `\t \n \r \f` escapes. Leading blanks of a value are dropped, trailing blanks kept.
 pub fn parse_properties(bytes: &[u8]) -> Vec<(String, String)> {
     let text: String = bytes.iter().map(|&b| b as char).collect();
+    let lines: Vec<&str> = text.split('\n').collect();
+    logical_lines(&lines)
+        .into_iter()
+        .map(|(_, _, logical)| {
+            let (key, value) = split_key_value(&logical);
+            (unescape(key), unescape(value))
+        })
+        .collect()
+}
+
+/// The entries of properties text split into physical lines (a trailing `\r` is dropped):
+/// `(first line, last line, logical line)` for every line that is not blank or a comment, with
+/// `\` continuations joined (leading blanks of each piece dropped, as `Properties.load`).
+fn logical_lines<S: AsRef<str>>(lines: &[S]) -> Vec<(usize, usize, String)> {
+    let physical = |i: usize| {
+        let l = lines[i].as_ref();
+        l.strip_suffix('\r').unwrap_or(l).trim_start_matches([' ', '\t', '\x0c'])
+    };
     let mut out = Vec::new();
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    while let Some(first) = lines.next() {
-        let mut logical = first.trim_start_matches([' ', '\t', '\x0c']).to_owned();
-        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
-            continue;
-        }
-        while ends_with_odd_backslashes(&logical) {
-            logical.pop();
-            match lines.next() {
-                Some(next) => logical.push_str(next.trim_start_matches([' ', '\t', '\x0c'])),
-                None => break,
+    let mut i = 0;
+    while i < lines.len() {
+        let start = i;
+        let mut logical = physical(i).to_owned();
+        if !(logical.is_empty() || logical.starts_with('#') || logical.starts_with('!')) {
+            while ends_with_odd_backslashes(&logical) {
+                logical.pop();
+                if i + 1 == lines.len() {
+                    break;
+                }
+                i += 1;
+                logical.push_str(physical(i));
             }
+            out.push((start, i, logical));
         }
-        let (key, value) = split_key_value(&logical);
-        out.push((unescape(key), unescape(value)));
+        i += 1;
     }
     out
 }
@@ -271,23 +290,10 @@ pub fn merge_properties(text: &[u8], updates: &[(String, String)]) -> Vec<u8> {
         lines.pop();
     }
     // (first physical line, last physical line, key) of every logical line.
-    let mut defs: Vec<(usize, usize, String)> = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let start = i;
-        let mut logical = lines[i].trim_end_matches('\r').trim_start_matches([' ', '\t', '\x0c']).to_owned();
-        if logical.is_empty() || logical.starts_with('#') || logical.starts_with('!') {
-            i += 1;
-            continue;
-        }
-        while ends_with_odd_backslashes(&logical) && i + 1 < lines.len() {
-            logical.pop();
-            i += 1;
-            logical.push_str(lines[i].trim_end_matches('\r').trim_start_matches([' ', '\t', '\x0c']));
-        }
-        defs.push((start, i, unescape(split_key_value(&logical).0)));
-        i += 1;
-    }
+    let defs: Vec<(usize, usize, String)> = logical_lines(&lines)
+        .into_iter()
+        .map(|(first, last, logical)| (first, last, unescape(split_key_value(&logical).0)))
+        .collect();
     let mut replaced: Vec<Option<String>> = vec![None; lines.len()];
     let mut dropped = vec![false; lines.len()];
     let mut appended = Vec::new();

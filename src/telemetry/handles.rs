@@ -58,6 +58,15 @@ thread_local! {
     static RPC: RefCell<RpcCache> = RefCell::default();
 }
 
+/// The value under `key`, made by `make` the first time: looked up by `&str`, so a known key
+/// costs no allocation (`entry` would need an owned key every time).
+fn slot<'a, V>(map: &'a mut HashMap<Box<str>, V>, key: &str, make: impl FnOnce() -> V) -> &'a mut V {
+    if !map.contains_key(key) {
+        map.insert(key.into(), make());
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
 fn bool_str(b: bool) -> &'static str {
     if b {
         "true"
@@ -74,10 +83,7 @@ pub fn messages_in(node: &Node, topic: &str, kind: MessageType, is_system: bool,
     }
     IN.with_borrow_mut(|all| {
         let topics = all.entry(node.id).or_default();
-        if !topics.contains_key(topic) {
-            topics.insert(topic.into(), Default::default());
-        }
-        let slots = topics.get_mut(topic).expect("inserted above");
+        let slots = slot(topics, topic, Default::default);
         let h = slots[kind.index()].get_or_insert_with(|| {
             let labels = node.labels([
                 Label::new(names::LABEL_TOPIC, topic.to_owned()),
@@ -104,23 +110,18 @@ pub fn messages_out(node: &Node, topic: &str, group: &str, is_system: bool, coun
     }
     OUT.with_borrow_mut(|all| {
         let topics = all.entry(node.id).or_default();
-        if !topics.contains_key(topic) {
-            topics.insert(topic.into(), HashMap::new());
-        }
-        let groups = topics.get_mut(topic).expect("inserted above");
-        if !groups.contains_key(group) {
+        let groups = slot(topics, topic, HashMap::new);
+        let h = slot(groups, group, || {
             let labels = node.labels([
                 Label::new(names::LABEL_TOPIC, topic.to_owned()),
                 Label::new(names::LABEL_CONSUMER_GROUP, group.to_owned()),
                 Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
             ]);
-            let out = Out {
+            Out {
                 messages: metrics::counter!(names::MESSAGES_OUT_TOTAL, labels.clone()),
                 bytes: metrics::counter!(names::THROUGHPUT_OUT_TOTAL, labels),
-            };
-            groups.insert(group.into(), out);
-        }
-        let h = groups.get(group).expect("inserted above");
+            }
+        });
         h.messages.increment(count);
         h.bytes.increment(bytes);
     });
