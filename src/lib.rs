@@ -7,11 +7,13 @@
 //!            model, store  <-  meta (broker.conf, topics, groups, offsets, arrivals)  <-  broker, kafka
 //!            kafka (Kafka codec and handlers)  <-  broker (starts it beside the RocketMQ listener)
 //!            filter (SQL92 selectors: std and nom only)  <-  store, broker
+//!            model, persist  <-  acl (plain_acl.yml accounts, signatures, permissions)  <-  broker
 //! ```
 //! Arrows point from a user to what it may import. `store` never sees wire types, so another
 //! front end can share it; `kafka` never imports the RocketMQ codec or handlers.
 #![deny(unsafe_code)]
 
+pub mod acl;
 pub mod broker;
 pub mod config;
 pub mod filter;

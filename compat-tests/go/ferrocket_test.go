@@ -42,9 +42,10 @@ type ferrocket struct {
 func (f *ferrocket) namesrvAddr() string { return "127.0.0.1:" + strconv.Itoa(f.namesrvPort) }
 func (f *ferrocket) brokerAddr() string  { return "127.0.0.1:" + strconv.Itoa(f.brokerPort) }
 
-// startFerrocket writes namesrv.conf and broker.conf into dir, starts `bin standalone` with its
-// output in dir/ferrocket.log and waits until both ports accept connections.
-func startFerrocket(bin, dir string) (*ferrocket, error) {
+// startFerrocket writes namesrv.conf and broker.conf (the suite's keys, then extra) into dir,
+// starts `bin standalone` with its output in dir/ferrocket.log and waits until both ports accept
+// connections.
+func startFerrocket(bin, dir string, extra ...[2]string) (*ferrocket, error) {
 	namesrvPort, brokerPort, err := freePorts()
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func startFerrocket(bin, dir string) (*ferrocket, error) {
 	if err != nil {
 		return nil, err
 	}
-	brokerConf, err := writeConf(filepath.Join(dir, "broker.conf"), [][2]string{
+	brokerConf, err := writeConf(filepath.Join(dir, "broker.conf"), append([][2]string{
 		{"brokerClusterName", "GoCompatCluster"},
 		{"brokerName", "go-compat-broker"},
 		{"brokerId", "0"},
@@ -81,7 +82,7 @@ func startFerrocket(bin, dir string) (*ferrocket, error) {
 		// Transaction checks every second, for transactions unanswered for a second.
 		{"transactionCheckInterval", "1000"},
 		{"transactionTimeOut", "1000"},
-	})
+	}, extra...))
 	if err != nil {
 		return nil, err
 	}

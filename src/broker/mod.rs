@@ -2,7 +2,7 @@
 //! consumer offsets and groups, registers with the NameServers.
 //!
 //! May import: `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
-//! `crate::config`, `crate::persist`, `crate::meta` (topics, groups, offsets, config, arrivals:
+//! `crate::config`, `crate::persist`, `crate::acl` (aclEnable), `crate::meta` (topics, groups, offsets, config, arrivals:
 //! shared with the Kafka front end) and `crate::kafka` (started beside the RocketMQ listener).
 //! `convert.rs` is the only bridge between wire and store types.
 //!
@@ -12,6 +12,7 @@
 //!                                   ^ held until the store's dispatcher signals the queue (hold.rs)
 //! ```
 
+pub mod acl;
 pub mod client;
 pub mod config_file;
 pub use crate::meta::live::LiveConfig;
@@ -29,7 +30,7 @@ pub mod timer;
 pub mod transaction;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,6 +97,8 @@ pub struct BrokerInner {
     pub send_permits: Semaphore,
     /// Slave: rung when the dispatcher learned a topic from replicated records.
     pub topics_learned: Notify,
+    /// `aclEnable=true`: the accounts every request is checked against.
+    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 /// `DefaultMQProducer.defaultTopicQueueNums`: the queues a client asks for when its send
@@ -234,6 +237,13 @@ impl Broker {
             CancellationToken::new(),
         )
         .with_tls(tls_client);
+        let acl = match config.acl_enable {
+            true => Some(Arc::new(
+                crate::acl::Acl::open(Path::new(config.rocketmq_home.trim()))
+                    .map_err(|why| StartError::Config { what: "the ACL (aclEnable=true)", why })?,
+            )),
+            false => None,
+        };
         let live = Arc::new(LiveConfig::new(&config));
         let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
         let inner = Arc::new(BrokerInner {
@@ -262,6 +272,7 @@ impl Broker {
             outbound,
             send_permits: Semaphore::new(1024),
             topics_learned: Notify::new(),
+            acl,
         });
         if inner.config.is_slave() {
             // From now on the dispatcher teaches the slave every topic it stores; what it
@@ -307,6 +318,9 @@ impl Broker {
         metrics::start(&inner, connections.collect(), shutdown.clone()).await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
+        if let Some(acl) = inner.acl.clone() {
+            tracker.spawn(acl::watch(acl, shutdown.clone()));
+        }
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
             let (stop, ha_tracker, ha_tls) = (shutdown.clone(), tracker.clone(), self.tls_server.clone());
             let started = listener.into_std().and_then(|std| {

@@ -256,7 +256,6 @@ impl BrokerConfig {
             ("enableDLegerCommitLog", self.enable_dleger_commit_log),
             ("enableControllerMode", self.enable_controller_mode),
             ("enableSlaveActingMaster", self.enable_slave_acting_master),
-            ("aclEnable", self.acl_enable),
             ("authenticationEnabled", self.authentication_enabled),
             ("authorizationEnabled", self.authorization_enabled),
         ];
@@ -264,6 +263,12 @@ impl BrokerConfig {
             if on {
                 return refuse(key, "not implemented yet; remove the key or set it to false");
             }
+        }
+        if self.acl_enable && self.rocketmq_home.trim().is_empty() {
+            return refuse(
+                "rocketmqHome",
+                "aclEnable=true reads <rocketmqHome>/conf/plain_acl.yml: set rocketmqHome (or ROCKETMQ_HOME)",
+            );
         }
         if self.store_path_commit_log.contains(',') {
             return refuse("storePathCommitLog", "several CommitLog directories are not supported yet");

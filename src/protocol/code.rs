@@ -79,6 +79,11 @@ code_type! {
         UNREGISTER_BROKER = 104,
         GET_ROUTEINFO_BY_TOPIC = 105,
         GET_BROKER_CLUSTER_INFO = 106,
+        UPDATE_AND_CREATE_ACL_CONFIG = 50,
+        DELETE_ACL_CONFIG = 51,
+        GET_BROKER_CLUSTER_ACL_INFO = 52,
+        UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53,
+        GET_BROKER_CLUSTER_ACL_CONFIG = 54,
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200,
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201,
         GET_TOPIC_STATS_INFO = 202,
@@ -145,6 +150,14 @@ code_type! {
         CONSUME_MSG_TIMEOUT = 207,
         ILLEGAL_OPERATION = 604,
     }
+}
+
+/// The ACL 1.0 failure codes share their values with 5.x's POLLING_FULL, POLLING_TIMEOUT and
+/// BROKER_NOT_EXIST, so they stand outside the named table.
+impl ResponseCode {
+    pub const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: Self = Self(209);
+    pub const DELETE_ACL_CONFIG_FAILED: Self = Self(210);
+    pub const UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED: Self = Self(211);
 }
 
 impl From<i32> for RequestCode {

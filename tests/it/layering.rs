@@ -107,6 +107,14 @@ fn model_imports_nothing_above_it() {
 }
 
 #[test]
+fn acl_sees_no_wire_types_and_no_servers() {
+    assert_imports_nothing_of(
+        "acl",
+        &["protocol", "remoting", "namesrv", "broker", "store", "ha", "meta", "kafka", "tools", "config", "telemetry"],
+    );
+}
+
+#[test]
 fn filter_imports_nothing_of_ferrocket() {
     assert_imports_nothing_of(
         "filter",

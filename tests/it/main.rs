@@ -1,5 +1,6 @@
 //! Integration tests: servers on 127.0.0.1:0, driven over real TCP.
 
+mod acl;
 mod admin;
 mod bad_input;
 mod bench;

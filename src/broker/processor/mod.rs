@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use super::BrokerInner;
+use super::{acl, BrokerInner};
 use crate::protocol::header::HeaderError;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::{Connection, RequestHandler};
@@ -117,6 +117,10 @@ impl BrokerProcessor {
             RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
+            RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl::update_and_create_acl_config(b, req).await,
+            RequestCode::DELETE_ACL_CONFIG => acl::delete_acl_config(b, req).await,
+            RequestCode::GET_BROKER_CLUSTER_ACL_INFO => acl::get_broker_cluster_acl_info(b, req),
+            RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => acl::update_global_white_addrs_config(b, req).await,
             code => Ok(Some(RemotingCommand::error_response(
                 req,
                 ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
@@ -128,6 +132,11 @@ impl BrokerProcessor {
 
 impl RequestHandler for BrokerProcessor {
     async fn handle(&self, conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
+        if let Some(acl_tables) = self.inner.acl.as_deref() {
+            if let Some(refused) = acl::check(acl_tables, &req, conn.peer()) {
+                return refused;
+            }
+        }
         match self.dispatch(conn, &req).await {
             Ok(resp) => resp,
             Err(e) => {

@@ -7,6 +7,7 @@
 //! number is reported as a [`HeaderError`] naming the field, instead of a later
 //! NullPointerException.
 
+pub mod acl;
 pub mod broker;
 pub mod namesrv;
 
