@@ -9,6 +9,8 @@
 //! ```
 //! One recorder per process (the facade's is global): a standalone process's NameServer and
 //! broker, or the brokers of a test process, share it and are told apart by their labels.
+//! The recorder keeps every histogram sample until upkeep folds it into its buckets: a thread
+//! runs upkeep every 5 s, so memory stays flat when nobody scrapes.
 //!
 //! May import: nothing of ferrocket's (the remoting layer, the broker and the NameServer call in).
 
@@ -17,6 +19,7 @@ pub mod http;
 pub mod names;
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 use metrics::Label;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -78,9 +81,28 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
             for (name, buckets) in names::BUCKETS {
                 b = b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), buckets).ok()?;
             }
-            b.install_recorder().ok()
+            let handle = b.install_recorder().ok()?;
+            let upkeep = handle.clone();
+            if let Err(e) = run_every("ferrocket-metrics-upkeep", UPKEEP_INTERVAL, move || upkeep.run_upkeep()) {
+                tracing::warn!(error = %e, "cannot start the metrics upkeep thread; histogram samples are kept until a scrape");
+            }
+            Some(handle)
         })
         .as_ref()
+}
+
+/// How often pending histogram samples are folded into their buckets (the exporter's default
+/// upkeep timeout). `install_recorder` leaves this to its caller: without it every sample of
+/// `rocketmq_message_size` or `rocketmq_rpc_latency` stays in memory until the next scrape.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Runs `f` every `interval` on a thread of its own, for the life of the process.
+fn run_every(name: &str, interval: Duration, f: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(move || loop {
+        std::thread::sleep(interval);
+        f();
+    })?;
+    Ok(())
 }
 
 type Collector = dyn Fn() + Send + Sync;
@@ -115,6 +137,21 @@ pub fn render() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upkeep_runs_again_and_again_without_a_scrape() {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        run_every("upkeep-test", Duration::from_millis(5), move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while runs.load(std::sync::atomic::Ordering::Relaxed) < 3 {
+            assert!(std::time::Instant::now() < deadline, "the periodic task ran {runs:?} times in 10 s");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
 
     #[test]
     fn exporter_types_as_java_names_or_numbers() {

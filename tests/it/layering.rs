@@ -128,7 +128,7 @@ fn telemetry_imports_nothing_of_ferrocket() {
         "telemetry",
         &[
             "model", "protocol", "remoting", "namesrv", "broker", "store", "ha", "config", "persist", "tools", "meta",
-            "kafka", "filter",
+            "kafka", "filter", "acl",
         ],
     );
 }
