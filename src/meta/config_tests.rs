@@ -15,7 +15,8 @@ fn java_keys_load_and_refusals_name_the_key() {
         ("brokerRole=SLAVE\n", "brokerId"),
         ("brokerRole=MASTER\n", "brokerRole"),
         ("brokerRole=SYNC_MASTER\nbrokerId=2\n", "brokerId"),
-        ("aclEnable=true\n", "aclEnable"),
+        ("aclEnable=true\nrocketmqHome=\n", "rocketmqHome"),
+        ("authenticationEnabled=true\n", "authenticationEnabled"),
         ("listenPort=x\n", "listenPort"),
         ("flushDiskType=FAST\n", "flushDiskType"),
     ] {
