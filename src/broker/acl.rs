@@ -84,7 +84,7 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
     let skip_unique = req.version <= V4_9_3;
     let signed_values = ext
         .iter()
-        .filter(|(k, _)| k.as_str() != SIGNATURE && !(skip_unique && k.as_str() == UNIQUE_MSG_QUERY_FLAG))
+        .filter(|(k, _)| *k != SIGNATURE && !(skip_unique && *k == UNIQUE_MSG_QUERY_FLAG))
         .map(|(_, v)| v.as_str())
         .collect();
     Ok(AccessRequest {

@@ -80,21 +80,30 @@ pub fn parse_properties(s: &str) -> BTreeMap<String, String> {
     map
 }
 
-/// Looks one property up without building a map.
+/// Looks one property up without building a map (the first entry of that name).
 pub fn property_value<'a>(s: &'a str, name: &str) -> Option<&'a str> {
-    // Byte-wise (both separators are ASCII, so every cut is on a char boundary): this runs
-    // several times per message on the send and dispatch paths.
-    let (bytes, key) = (s.as_bytes(), name.as_bytes());
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = bytes[start..].iter().position(|&b| b == PROPERTY_SEPARATOR as u8).map_or(bytes.len(), |p| start + p);
-        let seg = &bytes[start..end];
-        if seg.len() > key.len() + 1 && seg.starts_with(key) && seg[key.len()] == NAME_VALUE_SEPARATOR as u8 {
-            return s.get(start + key.len() + 1..end);
-        }
-        start = end + 1;
-    }
-    None
+    property_segments(s).find(|seg| is_entry_of(seg, name.as_bytes())).and_then(|seg| {
+        // Both separators are ASCII, so every cut is on a char boundary.
+        let from = seg.as_ptr() as usize - s.as_ptr() as usize + name.len() + 1;
+        s.get(from..from + seg.len() - name.len() - 1)
+    })
+}
+
+/// Whether any of `names` has a value, in one pass over the properties.
+pub fn has_any_property(s: &str, names: &[&str]) -> bool {
+    property_segments(s).any(|seg| names.iter().any(|n| is_entry_of(seg, n.as_bytes())))
+}
+
+/// The separator-delimited segments of a properties string, as bytes. Byte-wise: this runs
+/// several times per message on the send and dispatch paths.
+fn property_segments(s: &str) -> impl Iterator<Item = &[u8]> {
+    s.as_bytes().split(|&b| b == PROPERTY_SEPARATOR as u8)
+}
+
+/// `seg` is `name` + the name-value separator + a non-empty value. The separator is looked at
+/// first: most segments fail there without a comparison of the names.
+fn is_entry_of(seg: &[u8], name: &[u8]) -> bool {
+    seg.len() > name.len() + 1 && seg[name.len()] == NAME_VALUE_SEPARATOR as u8 && seg[..name.len()] == *name
 }
 
 /// Renders a map from [`parse_properties`] back into a properties string.
@@ -258,6 +267,8 @@ mod tests {
         assert_eq!(property_value(s, ""), Some("v"));
         assert_eq!(property_value(s, "TA"), None);
         assert_eq!(property_value("", "TAGS"), None);
+        assert!(has_any_property(s, &["X", "K"]));
+        assert!(!has_any_property(s, &["E", "TA", "TAGSX\u{1}no"]), "names match whole, with a value");
     }
 
     #[test]

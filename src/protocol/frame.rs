@@ -162,7 +162,7 @@ impl Encoder<RemotingCommand> for RemotingCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::command::LanguageCode;
+    use crate::protocol::command::{ExtKey, LanguageCode};
 
     fn sample(ser: SerializeType) -> RemotingCommand {
         RemotingCommand {
@@ -172,7 +172,7 @@ mod tests {
             opaque: 3,
             flag: 0,
             remark: None,
-            ext_fields: [("topic".to_string(), "T".to_string())].into(),
+            ext_fields: [(ExtKey::from("topic"), "T".to_string())].into(),
             body: bytes::Bytes::from_static(b"body!"),
             body_parts: Vec::new(),
             serialize_type: ser,
@@ -241,7 +241,7 @@ mod tests {
                 opaque,
                 flag,
                 remark,
-                ext_fields: ext,
+                ext_fields: ext.into_iter().map(|(k, v): (String, String)| (k.into(), v)).collect(),
                 body: body.into(),
                 body_parts: Vec::new(),
                 serialize_type: if binary { SerializeType::RocketMq } else { SerializeType::Json },

@@ -63,7 +63,7 @@ fn parse_ext(mut i: &[u8]) -> IResult<&[u8], ExtFields> {
         let (rest, key) = take(key_len)(rest)?;
         let (rest, value) = i32_prefixed(rest)?;
         if let (Some(k), Some(v)) = (non_empty(key), non_empty(value)) {
-            map.insert(k, v);
+            map.insert(super::command::ext_key_owned(k), v);
         }
         i = rest;
     }
@@ -116,6 +116,7 @@ fn len_i32(n: usize) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::command::ExtKey;
 
     fn sample() -> RemotingCommand {
         RemotingCommand {
@@ -125,7 +126,7 @@ mod tests {
             opaque: 9,
             flag: 0,
             remark: Some("hi".into()),
-            ext_fields: [("topic".to_string(), "TopicTest".to_string())].into(),
+            ext_fields: [(ExtKey::from("topic"), "TopicTest".to_string())].into(),
             body: Default::default(),
             body_parts: Vec::new(),
             serialize_type: SerializeType::RocketMq,

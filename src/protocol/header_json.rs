@@ -18,9 +18,17 @@ use serde_json::Value;
 use super::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 use super::ProtocolError;
 
-/// Decodes a JSON header into a command with an empty body. Parsed straight into the command
-/// (one allocation per ext key and value), not through a `serde_json::Value` tree.
+/// Decodes a JSON header into a command with an empty body: the usual shape in one pass
+/// ([`super::header_json_scan`]), anything else with serde_json, straight into the command
+/// rather than through a `serde_json::Value` tree.
 pub fn decode(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
+    if let Some(cmd) = super::header_json_scan::decode(header) {
+        return Ok(cmd);
+    }
+    decode_serde(header)
+}
+
+fn decode_serde(header: &[u8]) -> Result<RemotingCommand, ProtocolError> {
     let mut de = serde_json::Deserializer::from_slice(header);
     let cmd = de.deserialize_any(HeaderVisitor).map_err(|e| ProtocolError::BadJsonHeader(e.to_string()))?;
     de.end().map_err(|e| ProtocolError::BadJsonHeader(e.to_string()))?;
@@ -149,7 +157,7 @@ impl<'de> de::Deserialize<'de> for Ext {
                 let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(16));
                 while let Some(k) = map.next_key::<String>()? {
                     if let Some(v) = map.next_value::<ExtValue>()?.0 {
-                        pairs.push((k, v));
+                        pairs.push((super::command::ext_key_owned(k), v));
                     }
                 }
                 Ok(Ext(pairs.into_iter().collect()))
@@ -181,7 +189,7 @@ fn language(v: &Value) -> LanguageCode {
 
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"code\":");
-    out.extend_from_slice(cmd.code.to_string().as_bytes());
+    write_int(out, cmd.code);
     if !cmd.ext_fields.is_empty() {
         out.extend_from_slice(b",\"extFields\":{");
         for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
@@ -195,21 +203,34 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         out.push(b'}');
     }
     out.extend_from_slice(b",\"flag\":");
-    out.extend_from_slice(cmd.flag.to_string().as_bytes());
+    write_int(out, cmd.flag);
     out.extend_from_slice(b",\"language\":");
     write_str(out, cmd.language.name());
     out.extend_from_slice(b",\"opaque\":");
-    out.extend_from_slice(cmd.opaque.to_string().as_bytes());
+    write_int(out, cmd.opaque);
     if let Some(remark) = &cmd.remark {
         out.extend_from_slice(b",\"remark\":");
         write_str(out, remark);
     }
     out.extend_from_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
-    out.extend_from_slice(cmd.version.to_string().as_bytes());
+    write_int(out, cmd.version);
     out.push(b'}');
 }
 
+fn write_int(out: &mut Vec<u8>, v: i32) {
+    use std::io::Write as _;
+    let _ = write!(out, "{v}");
+}
+
 fn write_str(out: &mut Vec<u8>, s: &str) {
+    // Most values need no escape: copied as they are.
+    if !s.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // serde_json escapes control characters (\u0001, \u0002 in properties) as \u00XX.
     if serde_json::to_writer(&mut *out, s).is_err() {
         out.extend_from_slice(b"\"\"");
@@ -219,6 +240,7 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::command::ExtKey;
 
     #[test]
     fn decodes_java_send_header() {
@@ -254,6 +276,80 @@ mod tests {
         assert!(decode(b"{\"code\":{}}").is_err());
     }
 
+    /// The one-pass reader either declines or agrees with serde_json.
+    #[test]
+    fn fast_path_agrees_with_serde_or_declines() {
+        let headers: &[&[u8]] = &[
+            br#"{"code":310,"extFields":{"a":"PG","b":"TopicTest","i":"UNIQ_KEY\u0001AC\u0002"},"flag":0,"language":"JAVA","opaque":5,"serializeTypeCurrentRPC":"JSON","version":479}"#,
+            br#" { "opaque" : "7" , "extFields":{"d":4,"k":false,"z":null,"a":"1","d":"5"},"language":9,"code":105,"remark":"","unknown":[1]} "#,
+            br#"{"code":1,"remark":"x\"y\\z\/\b\f\n\r\t\u00e9\ud83d\ude00","extFields":null,"language":null}"#,
+            br#"{"code":-0}"#,
+            br#"{"code":01}"#,
+            br#"{"code":1.5}"#,
+            br#"{"code":2,"extFields":{"a":-0,"b":1e3,"c":12345678901234567890,"d":-12}}"#,
+            br#"{"code":2,"extFields":{"a":{"n":[1,2]}}}"#,
+            br#"{"code":3,"remark":true,"language":-1}"#,
+            br#"{"code":3,"language":300,"flag":"  2 "}"#,
+            br#"{"code":3,"remark":"\ud800"}"#,
+            br#"{"code":3,"remark":"\udc00x"}"#,
+            br#"{"code":3,"remark":"\u+abc"}"#,
+            br#"{"code":3,}"#,
+            br#"{"code":3} x"#,
+            br#"{"code":3,"extFields":{"a":"1",}}"#,
+            b"{\"code\":3,\"remark\":\"a\x01b\"}",
+            b"{\"code\":3,\"remark\":\"\xff\"}",
+            br#"{"code":2,"extFields":{"d":4,"k":false,"z":null,"t":true,"n":-12,"d":"5"},"language":"GO"}"#,
+            br#"{}"#,
+            br#"{"extFields":{}}"#,
+            br#"{"code":99999999999}"#,
+            br#"{"code":"x"}"#,
+            br#"[1]"#,
+            br#""#,
+        ];
+        for h in headers {
+            let serde = decode_serde(h).ok();
+            if let Some(fast) = super::super::header_json_scan::decode(h) {
+                assert_eq!(Some(fast), serde, "{}", String::from_utf8_lossy(h));
+            }
+        }
+        assert!(super::super::header_json_scan::decode(headers[0]).is_some(), "the usual shape takes the fast path");
+        assert!(super::super::header_json_scan::decode(headers[1]).is_none(), "an array member is serde's");
+        assert!(super::super::header_json_scan::decode(headers[2]).is_some());
+        assert!(super::super::header_json_scan::decode(headers[18]).is_some(), "scalars of every kind");
+    }
+
+    /// What we (and fastjson) write, the fast path reads back, whatever the characters.
+    #[test]
+    fn fast_path_reads_every_encoded_string() {
+        let alphabet: Vec<char> = "aZ09 \"\\/\u{1}\u{2}\u{1f}\u{7f}é€😀\n\t".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let text = |rnd: &mut dyn FnMut(usize) -> usize| {
+            let len = rnd(12);
+            (0..len).map(|_| alphabet[rnd(alphabet.len())]).collect::<String>()
+        };
+        for _ in 0..500 {
+            let remark = Some(text(&mut rnd)).filter(|r| !r.is_empty());
+            let ext_fields = (0..rnd(6)).map(|_| (ExtKey::from(text(&mut rnd)), text(&mut rnd))).collect();
+            let cmd = RemotingCommand {
+                code: rnd(400) as i32 - 50,
+                opaque: rnd(1 << 30) as i32,
+                remark,
+                ext_fields,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            encode(&cmd, &mut out);
+            let fast = super::super::header_json_scan::decode(&out);
+            assert_eq!(fast.as_ref(), Some(&cmd), "{}", String::from_utf8_lossy(&out));
+        }
+    }
+
     #[test]
     fn encodes_sorted_and_round_trips() {
         let cmd = RemotingCommand {
@@ -262,7 +358,7 @@ mod tests {
             flag: 1,
             version: 479,
             remark: Some("No topic route info in name server for the topic: T".into()),
-            ext_fields: [("value".to_string(), "v\u{1}".to_string())].into(),
+            ext_fields: [(ExtKey::from("value"), "v\u{1}".to_string())].into(),
             ..Default::default()
         };
         let mut out = Vec::new();

@@ -18,6 +18,7 @@ pub mod frame;
 pub mod header;
 pub mod header_binary;
 pub mod header_json;
+mod header_json_scan;
 
 pub use code::{RequestCode, ResponseCode};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};

@@ -295,24 +295,21 @@ async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
         let Ok(permit) = in_flight.clone().acquire_owned().await else { break };
         let (conn2, handler2) = (conn.clone(), handler.clone());
         let slot = std::cell::RefCell::new(Slot::InFlight { _permit: permit, parked: parked.clone() });
-        let mut task = Box::pin(
-            SLOT.scope(slot, async move {
-                let (oneway, code, start) = (cmd.is_oneway(), cmd.code, std::time::Instant::now());
-                let response = handler2.handle(&conn2, cmd).await;
-                let parked = SLOT.with(|s| std::mem::replace(&mut *s.borrow_mut(), Slot::Released));
-                if let Some(node) = handler2.metrics_node() {
-                    let answered = response.as_ref().map_or(0, |r| r.code);
-                    let long_polling = matches!(parked, Slot::Parked { .. });
-                    let millis = start.elapsed().as_secs_f64() * 1e3;
-                    crate::telemetry::rpc_latency(node, code, answered, long_polling, oneway, millis);
-                }
-                drop(parked);
-                if let (false, Some(resp)) = (oneway, response) {
-                    let _ = conn2.tx.send(resp).await;
-                }
-            })
-            .in_current_span(),
-        );
+        let mut task = Box::pin(SLOT.scope(slot, async move {
+            let (oneway, code, start) = (cmd.is_oneway(), cmd.code, std::time::Instant::now());
+            let response = handler2.handle(&conn2, cmd).await;
+            let parked = SLOT.with(|s| std::mem::replace(&mut *s.borrow_mut(), Slot::Released));
+            if let Some(node) = handler2.metrics_node() {
+                let answered = response.as_ref().map_or(0, |r| r.code);
+                let long_polling = matches!(parked, Slot::Parked { .. });
+                let millis = start.elapsed().as_secs_f64() * 1e3;
+                crate::telemetry::rpc_latency(node, code, answered, long_polling, oneway, millis);
+            }
+            drop(parked);
+            if let (false, Some(resp)) = (oneway, response) {
+                let _ = conn2.tx.send(resp).await;
+            }
+        }));
         // Most requests (a send under ASYNC_FLUSH, a query) finish without waiting for anything:
         // they run here, on the reader. Spawning each one cost an allocation, the task list's
         // locks and often a wake-up of the other worker to steal it. A request that has to wait
@@ -321,7 +318,8 @@ async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
         // here loses its request, as it would in a task, and the connection goes on.
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.as_mut().poll(&mut cx))) {
-            Ok(std::task::Poll::Pending) => drop(tracker.spawn(task)),
+            // Polled here, it ran in the connection's span already; as a task it needs it again.
+            Ok(std::task::Poll::Pending) => drop(tracker.spawn(task.in_current_span())),
             Ok(std::task::Poll::Ready(())) => {}
             Err(_) => error!("request handler panicked; that request is not answered"),
         }

@@ -78,7 +78,7 @@ pub async fn call(client: &Client, addr: SocketAddr, req: RemotingCommand) -> Re
 pub fn request(code: RequestCode, ext: &[(&str, &str)]) -> RemotingCommand {
     let mut r = RemotingCommand::request(code);
     for (k, v) in ext {
-        r.ext_fields.insert(k.to_string(), v.to_string());
+        r.ext_fields.insert(k.to_string().into(), v.to_string());
     }
     r
 }

@@ -36,14 +36,19 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     if b.config.is_slave() {
         return fail(ResponseCode::SERVICE_NOT_AVAILABLE, "message store is in slave mode, so putMessage is forbidden");
     }
-    let permit = match tokio::time::timeout(WAIT_IN_SEND_QUEUE, b.send_permits.acquire()).await {
-        Ok(Ok(p)) => p,
-        _ => {
-            return fail(
-                ResponseCode::SYSTEM_BUSY,
-                "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, the store is behind",
-            )
-        }
+    // Most sends find a permit at once: no timer for them.
+    let free = b.send_permits.try_acquire().ok();
+    let permit = match free {
+        Some(p) => p,
+        None => match tokio::time::timeout(WAIT_IN_SEND_QUEUE, b.send_permits.acquire()).await {
+            Ok(Ok(p)) => p,
+            _ => {
+                return fail(
+                    ResponseCode::SYSTEM_BUSY,
+                    "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, the store is behind",
+                )
+            }
+        },
     };
     let mut tc = check_topic(b, &h, req).await?;
     let mut queue_id = h.queue_id;
@@ -108,11 +113,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     if let Some(node) = b.metrics.as_deref().filter(|_| !crate::model::group::is_retry_or_dlq_topic(&h.topic)) {
         let kind = if transactional {
             crate::telemetry::MessageType::Transaction
-        } else if delayed
-            || [property::TIMER_DELAY_SEC, property::TIMER_DELAY_MS, property::TIMER_DELIVER_MS]
-                .iter()
-                .any(|p| message::property_value(&properties, p).is_some())
-        {
+        } else if delayed || message::has_any_property(&properties, &timer::TIMER_PROPERTIES) {
             crate::telemetry::MessageType::Delay
         } else if message::property_value(&properties, "__SHARDINGKEY").is_some() {
             crate::telemetry::MessageType::Fifo

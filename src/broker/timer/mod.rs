@@ -28,6 +28,10 @@ use crate::protocol::ResponseCode;
 use crate::store::timer::{TimerFiles, TimerProgress};
 use crate::store::StoreError;
 
+/// The properties that make a message a timer message (`checkIfTimerMessage`).
+pub const TIMER_PROPERTIES: [&str; 3] =
+    [property::TIMER_DELAY_SEC, property::TIMER_DELAY_MS, property::TIMER_DELIVER_MS];
+
 pub use crate::model::TIMER_TOPIC;
 
 /// Why a timer message was refused: the response code and remark Java gives.
@@ -85,12 +89,10 @@ impl TimerService {
     /// or a committed transaction): a timer message goes to the timer topic; a delay level wins
     /// over timer properties (which are dropped); a time not in the future is delivered at once.
     pub fn divert(&self, msg: &mut MessageToStore) -> Result<(), Refusal> {
-        let props_str = &msg.properties;
-        let has = |k| message::property_value(props_str, k).is_some();
-        if !(has(property::TIMER_DELAY_SEC) || has(property::TIMER_DELAY_MS) || has(property::TIMER_DELIVER_MS)) {
+        if !message::has_any_property(&msg.properties, &TIMER_PROPERTIES) {
             return Ok(());
         }
-        let mut props = message::parse_properties(props_str);
+        let mut props = message::parse_properties(&msg.properties);
         if props.get(property::DELAY).and_then(|d| d.parse::<i32>().ok()).is_some_and(|l| l > 0) {
             for k in [property::TIMER_DELIVER_MS, property::TIMER_DELAY_SEC, property::TIMER_DELAY_MS] {
                 props.remove(k);

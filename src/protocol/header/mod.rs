@@ -76,7 +76,7 @@ impl<T: Scalar> HeaderValue for Option<T> {
 
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
         if let Some(v) = self {
-            ext.insert(key.to_owned(), v.to_string());
+            ext.insert(key.into(), v.to_string());
         }
     }
 }
@@ -89,7 +89,7 @@ macro_rules! required_scalar {
             }
 
             fn write(&self, ext: &mut ExtFields, key: &'static str) {
-                ext.insert(key.to_owned(), self.to_string());
+                ext.insert(key.into(), self.to_string());
             }
         }
     )*};
@@ -103,7 +103,7 @@ impl HeaderValue for bool {
     }
 
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.insert(key.to_owned(), self.to_string());
+        ext.insert(key.into(), self.to_string());
     }
 }
 
@@ -116,7 +116,7 @@ impl HeaderValue for String {
     }
 
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.insert(key.to_owned(), self.clone());
+        ext.insert(key.into(), self.clone());
     }
 }
 
@@ -127,7 +127,7 @@ impl HeaderValue for Option<String> {
 
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
         if let Some(v) = self {
-            ext.insert(key.to_owned(), v.clone());
+            ext.insert(key.into(), v.clone());
         }
     }
 }
@@ -171,7 +171,7 @@ mod tests {
     }
 
     fn ext(pairs: &[(&str, &str)]) -> ExtFields {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs.iter().map(|(k, v)| (k.to_string().into(), v.to_string())).collect()
     }
 
     #[test]
