@@ -89,16 +89,26 @@ pub fn decode_header(serialize_type: u8, header: &[u8]) -> Result<RemotingComman
 
 /// Encodes everything of `cmd`'s frame but the body: length, header word and header.
 pub fn encode_head(cmd: &RemotingCommand, dst: &mut BytesMut) {
-    let mut header = Vec::with_capacity(128);
-    match cmd.serialize_type {
-        SerializeType::Json => header_json::encode(cmd, &mut header),
-        SerializeType::RocketMq => header_binary::encode(cmd, &mut header),
+    thread_local! {
+        /// The header is encoded here first (its length goes before it): no allocation per frame.
+        static HEADER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let length = 4 + header.len() + cmd.body_len();
-    dst.reserve(8 + header.len());
-    dst.put_u32(length as u32);
-    dst.put_u32((u32::from(cmd.serialize_type.as_byte()) << 24) | (header.len() as u32 & 0x00FF_FFFF));
-    dst.put_slice(&header);
+    HEADER.with_borrow_mut(|header| {
+        header.clear();
+        match cmd.serialize_type {
+            SerializeType::Json => header_json::encode(cmd, header),
+            SerializeType::RocketMq => header_binary::encode(cmd, header),
+        }
+        let length = 4 + header.len() + cmd.body_len();
+        dst.reserve(8 + header.len());
+        dst.put_u32(length as u32);
+        dst.put_u32((u32::from(cmd.serialize_type.as_byte()) << 24) | (header.len() as u32 & 0x00FF_FFFF));
+        dst.put_slice(header);
+        if header.capacity() > 64 << 10 {
+            // A huge header (a big remark) does not keep its buffer.
+            *header = Vec::new();
+        }
+    });
 }
 
 /// Encodes `cmd` as a whole frame (body copied), its header in `cmd.serialize_type`.

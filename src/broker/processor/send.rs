@@ -26,7 +26,7 @@ const WAIT_IN_SEND_QUEUE: Duration = Duration::from_millis(200);
 const V3_4_9: i32 = 121;
 
 pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
-    let h: SendMessageRequestHeader = match req.request_code() {
+    let mut h: SendMessageRequestHeader = match req.request_code() {
         RequestCode::SEND_MESSAGE => SendMessageRequestHeader::decode(&req.ext_fields)?,
         _ => SendMessageRequestHeaderV2::decode(&req.ext_fields)?.into(),
     };
@@ -56,7 +56,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         queue_id = (crate::store::now_ms() % i64::from(tc.write_queue_nums.max(1))) as i32;
     }
     let mut topic = h.topic.clone();
-    let mut properties = h.properties.clone().unwrap_or_default();
+    let mut properties = h.properties.take().unwrap_or_default();
     let reconsume_times = h.reconsume_times.unwrap_or(0);
     if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
         if batch {
@@ -129,11 +129,14 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             (code, remark) = (c, Some(r));
         }
     }
-    let ids: Vec<String> = append.offsets.iter().map(|o| offset_msg_id(b.store_host, *o)).collect();
+    let msg_id = match append.offsets.as_slice() {
+        [one] => offset_msg_id(b.store_host, *one),
+        all => all.iter().map(|o| offset_msg_id(b.store_host, *o)).collect::<Vec<_>>().join(","),
+    };
     let mut resp = RemotingCommand::response_to(req, code);
     resp.remark = remark;
     SendMessageResponseHeader {
-        msg_id: ids.join(","),
+        msg_id,
         queue_id,
         queue_offset: append.queue_offset,
         transaction_id: if batch {
