@@ -9,74 +9,11 @@
 //! body      raw bytes outside the header
 //! ```
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 
 use super::code::{RequestCode, ResponseCode};
 
-/// Ext fields ("custom header"). Sorted, like fastjson writes them.
-pub type ExtFields = BTreeMap<ExtKey, String>;
-
-/// An ext-field name: borrowed when it is one of the names headers use ([`ext_key`]), owned
-/// otherwise, so that decoding a request allocates for its values only.
-pub type ExtKey = Cow<'static, str>;
-
-/// Single-letter names: `SendMessageRequestHeaderV2` writes its fields as `a` to `n`.
-const LETTERS: [&str; 26] = [
-    "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
-    "x", "y", "z",
-];
-
-/// The static name equal to `name`, for the names frequent requests and responses carry.
-fn known_key(name: &str) -> Option<&'static str> {
-    if let [c @ b'a'..=b'z'] = name.as_bytes() {
-        return Some(LETTERS[usize::from(c - b'a')]);
-    }
-    Some(match name {
-        "topic" => "topic",
-        "queueId" => "queueId",
-        "queueOffset" => "queueOffset",
-        "consumerGroup" => "consumerGroup",
-        "producerGroup" => "producerGroup",
-        "maxMsgNums" => "maxMsgNums",
-        "sysFlag" => "sysFlag",
-        "commitOffset" => "commitOffset",
-        "suspendTimeoutMillis" => "suspendTimeoutMillis",
-        "subscription" => "subscription",
-        "subVersion" => "subVersion",
-        "expressionType" => "expressionType",
-        "maxMsgBytes" => "maxMsgBytes",
-        "requestSource" => "requestSource",
-        "proxyFrowardClientId" => "proxyFrowardClientId",
-        "brokerName" => "brokerName",
-        "bname" => "bname",
-        "lo" => "lo",
-        "msgId" => "msgId",
-        "transactionId" => "transactionId",
-        "nextBeginOffset" => "nextBeginOffset",
-        "minOffset" => "minOffset",
-        "maxOffset" => "maxOffset",
-        "suggestWhichBrokerId" => "suggestWhichBrokerId",
-        "MSG_REGION" => "MSG_REGION",
-        "TRACE_ON" => "TRACE_ON",
-        "AccessKey" => "AccessKey",
-        "Signature" => "Signature",
-        "offset" => "offset",
-        _ => return None,
-    })
-}
-
-/// An ext-field name as stored: borrowed for a known name, else a copy.
-pub fn ext_key(name: &str) -> ExtKey {
-    known_key(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
-}
-
-/// As [`ext_key`], keeping `name`'s allocation when the name is not a known one.
-pub fn ext_key_owned(name: String) -> ExtKey {
-    known_key(&name).map_or(Cow::Owned(name), Cow::Borrowed)
-}
+pub use super::ext_fields::{ext_key, ext_key_owned, ExtFields, ExtKey};
 
 /// `RemotingCommand.RPC_TYPE`: set on responses.
 pub const FLAG_RESPONSE: i32 = 0x1;

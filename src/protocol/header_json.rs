@@ -152,8 +152,8 @@ impl<'de> de::Deserialize<'de> for Ext {
                 Ok(Ext(ExtFields::new()))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ext, A::Error> {
-                // Collected, then built in one pass (sorted bulk build; a repeated key keeps its
-                // last value, as inserting would): cheaper than an insert per member.
+                // Collected, then built in one pass (a repeated key keeps its last value, as
+                // inserting would): cheaper than an insert per member.
                 let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(16));
                 while let Some(k) = map.next_key::<String>()? {
                     if let Some(v) = map.next_value::<ExtValue>()?.0 {

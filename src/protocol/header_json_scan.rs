@@ -251,7 +251,7 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
-        // Sorted bulk build; a repeated key keeps its last value, as inserting would.
-        Some(pairs.into_iter().collect())
+        // Clients send them sorted: taken as they are; a repeated name keeps its last value.
+        Some(ExtFields::from_pairs(pairs))
     }
 }

@@ -14,6 +14,7 @@
 pub mod body;
 pub mod code;
 pub mod command;
+mod ext_fields;
 pub mod frame;
 pub mod header;
 pub mod header_binary;
