@@ -42,14 +42,20 @@ impl BrokerProperties<'_> {
 pub fn stored_properties(client: &str, broker: BrokerProperties<'_>, uniq_key: impl FnOnce() -> String) -> String {
     let entries = || {
         client.split(message::PROPERTY_SEPARATOR).filter_map(|seg| {
+            // A non-empty name and value make the segment at least 3 characters long.
             let (k, v) = seg.split_once(message::NAME_VALUE_SEPARATOR)?;
-            (seg.chars().count() >= 3 && !k.is_empty() && !v.is_empty()).then_some((k, v))
+            (!k.is_empty() && !v.is_empty()).then_some((k, v))
         })
     };
-    let mut names: Vec<&str> = Vec::with_capacity(16);
+    // The names seen so far, on the stack; more than it holds takes the map path below.
+    let mut names = [""; 16];
+    let mut seen = 0;
     let unique = entries().all(|(k, _)| {
-        let new = !names.contains(&k);
-        names.push(k);
+        let new = seen < names.len() && !names[..seen].contains(&k);
+        if new {
+            names[seen] = k;
+            seen += 1;
+        }
         new
     });
     if !unique {
@@ -70,7 +76,7 @@ pub fn stored_properties(client: &str, broker: BrokerProperties<'_>, uniq_key: i
     for (k, v) in entries().filter(|(k, _)| !broker.names().contains(k)) {
         push(k, v);
     }
-    if !names.contains(&property::UNIQ_KEY) {
+    if !names[..seen].contains(&property::UNIQ_KEY) {
         push(property::UNIQ_KEY, &uniq_key());
     }
     for (k, v) in broker.entries() {
@@ -210,5 +216,10 @@ mod tests {
         // A repeated name keeps the last value, as Java's map does; the broker's still win.
         let dup = stored_properties("K\u{1}1\u{2}K\u{1}2\u{2}MSG_REGION\u{1}x\u{2}", broker, || "U".into());
         assert_eq!((parsed(&dup)["K"].as_str(), parsed(&dup)["MSG_REGION"].as_str()), ("2", "R1"));
+        // More names than the fast path tracks: all kept all the same.
+        let many: String = (0..20).map(|i| format!("P{i}\u{1}v{i}\u{2}")).collect();
+        let out = parsed(&stored_properties(&many, broker, || "U".into()));
+        assert_eq!(out.len(), 20 + 4);
+        assert_eq!((out["P0"].as_str(), out["P19"].as_str(), out["UNIQ_KEY"].as_str()), ("v0", "v19", "U"));
     }
 }

@@ -99,6 +99,10 @@ impl ExtFields {
 
     /// Where `name` is, or where it would go.
     fn find(&self, name: &str) -> Result<usize, usize> {
+        if self.0.len() > 16 {
+            // Not a header a client writes: no scan of every name.
+            return self.0.binary_search_by(|(k, _)| k.as_ref().cmp(name));
+        }
         let key = name.as_bytes();
         // Lengths and first bytes first: most names differ there.
         let hit = self.0.iter().position(|(k, _)| {
@@ -116,7 +120,8 @@ impl ExtFields {
         self.find(name).is_ok()
     }
 
-    /// Sets `name`, returning the value it replaces.
+    /// Sets `name`, returning the value it replaces. Shifts the names after it: for the few
+    /// fields of a header; build big maps with [`Self::from_pairs`].
     pub fn insert(&mut self, name: ExtKey, value: String) -> Option<String> {
         match self.find(&name) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
@@ -211,6 +216,17 @@ mod tests {
         assert_eq!(e, ext(&[("zz", "z"), ("c", "3"), ("b", "2"), ("a", "y")]), "equal whatever the insertion order");
         assert!(ExtFields::new().is_empty());
         assert_eq!(format!("{:?}", ext(&[("k", "v")])), r#"{"k": "v"}"#);
+    }
+
+    #[test]
+    fn big_maps_stay_sorted_and_searchable() {
+        let mut e: ExtFields = (0..5000).rev().map(|i| (ExtKey::from(format!("k{i:05}")), i.to_string())).collect();
+        assert_eq!(e.len(), 5000);
+        assert_eq!(e.get("k04321").map(String::as_str), Some("4321"));
+        assert_eq!(e.get("k5"), None);
+        assert_eq!(e.insert(ext_key("k0"), "x".into()), None);
+        assert_eq!(e.iter().next().map(|(k, _)| k.as_ref()), Some("k0"));
+        assert!(e.iter().zip(e.iter().skip(1)).all(|(a, b)| a.0 < b.0));
     }
 
     #[test]

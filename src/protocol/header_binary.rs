@@ -56,18 +56,19 @@ fn parse_header(i: &[u8]) -> IResult<&[u8], RemotingCommand> {
 
 /// `ext` rule: entries until the block is consumed.
 fn parse_ext(mut i: &[u8]) -> IResult<&[u8], ExtFields> {
-    let mut map = ExtFields::new();
+    let mut pairs = Vec::new();
     while !i.is_empty() {
         let (rest, key_len) = be_i16(i)?;
         let key_len = usize::try_from(key_len).map_err(|_| failure(rest))?;
         let (rest, key) = take(key_len)(rest)?;
         let (rest, value) = i32_prefixed(rest)?;
         if let (Some(k), Some(v)) = (non_empty(key), non_empty(value)) {
-            map.insert(super::command::ext_key_owned(k), v);
+            pairs.push((super::command::ext_key_owned(k), v));
         }
         i = rest;
     }
-    Ok((i, map))
+    // Built once (a repeated key keeps its last value): no shifting insert per entry.
+    Ok((i, ExtFields::from_pairs(pairs)))
 }
 
 fn i32_prefixed(i: &[u8]) -> IResult<&[u8], &[u8]> {
