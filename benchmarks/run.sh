@@ -243,8 +243,10 @@ write_confs() { # dir flush namesrv_port broker_port
   ROUND_DIR=$dir FLUSH=$2 NAMESRV_PORT=$3 BROKER_PORT=$4 python3 -c '
 import os, string, sys
 print(string.Template(sys.argv[1]).substitute(os.environ))' "$BROKER_CONF_TEMPLATE" > "$dir/broker.conf"
-  printf 'listenPort=%s\nkvConfigPath=%s\nconfigStorePath=%s\n' "$3" \
-    "$dir/home/namesrv/kvConfig.json" "$dir/home/namesrv/namesrv.properties" > "$dir/namesrv.conf"
+  # metricsPromExporterPort: ferrocket's NameServer serves metrics too, and on the default port
+  # it kept the broker from serving its own (Java's NameServer ignores the key).
+  printf 'listenPort=%s\nkvConfigPath=%s\nconfigStorePath=%s\nmetricsPromExporterPort=%s\n' "$3" \
+    "$dir/home/namesrv/kvConfig.json" "$dir/home/namesrv/namesrv.properties" "$(( $3 + 1 ))" > "$dir/namesrv.conf"
 }
 
 NS_PID="" BROKER_PID="" NS_PORT="" BR_PORT=""

@@ -73,9 +73,10 @@ def pick_ports():
     for _ in range(1000):
         b = rnd.randrange(10_002, 32_000)
         n = rnd.randrange(10_002, 32_000)
-        if n in (b - 2, b - 1, b, b + 1):
+        # n + 1: the NameServer's metrics endpoint (the broker keeps the default, 5557).
+        if n in (b - 3, b - 2, b - 1, b, b + 1):
             continue
-        if all(port_free(p) for p in (b - 2, b, b + 1, n)):
+        if all(port_free(p) for p in (b - 2, b, b + 1, n, n + 1)):
             return n, b
     raise SystemExit("no free ports found in 10002..32000")
 
