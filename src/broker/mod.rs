@@ -92,6 +92,12 @@ pub struct BrokerInner {
     /// `brokerIP1:listenPort`, written into every stored message and message id.
     pub store_host: SocketAddr,
     pub register_now: Arc<Notify>,
+    /// Registrations asked for by topic changes, and the last of them a finished round of
+    /// REGISTER_BROKER covered (`topics_changed` waits for its own).
+    pub register_asked: std::sync::atomic::AtomicU64,
+    pub register_done: tokio::sync::watch::Sender<u64>,
+    /// Whether the registration loop runs (a broker that never serves does not wait for it).
+    pub registering: std::sync::atomic::AtomicBool,
     pub outbound: RemotingClient<NoCallbacks>,
     /// Sends in progress; a send that cannot get a permit in time is answered SYSTEM_BUSY.
     pub send_permits: Semaphore,
@@ -108,8 +114,19 @@ const CLIENT_DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 impl BrokerInner {
     /// Persists topics and asks for an immediate registration (topic created or changed).
     pub async fn topics_changed(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering::SeqCst;
         self.persist_topics().await;
+        let ticket = self.register_asked.fetch_add(1, SeqCst) + 1;
         self.register_now.notify_one();
+        if !self.registering.load(SeqCst) {
+            return;
+        }
+        // Java registers a topic a send created before it answers the send
+        // (`createTopicInSendMessageMethod` -> `registerBrokerAll`, up to
+        // registerBrokerTimeoutMills): a client asking the NameServer next finds the route.
+        let mut done = self.register_done.subscribe();
+        let wait = Duration::from_millis(self.config.register_broker_timeout_mills);
+        let _ = tokio::time::timeout(wait, done.wait_for(|d| *d >= ticket)).await;
     }
 
     /// Returns once topics.json holds every topic change made so far (written off the async
@@ -269,6 +286,9 @@ impl Broker {
             timer,
             store_host,
             register_now: Arc::new(Notify::new()),
+            register_asked: std::sync::atomic::AtomicU64::new(0),
+            register_done: tokio::sync::watch::Sender::new(0),
+            registering: std::sync::atomic::AtomicBool::new(false),
             outbound,
             send_permits: Semaphore::new(1024),
             topics_learned: Notify::new(),

@@ -79,8 +79,16 @@ fn learn_master(inner: &BrokerInner, resp: &RemotingCommand) {
 
 /// Runs until `shutdown`: registers at start, periodically, and when asked to.
 pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
+    use std::sync::atomic::Ordering::SeqCst;
     let period = Duration::from_millis(inner.config.register_name_server_period.clamp(10_000, 60_000));
-    register_all(&inner).await;
+    inner.registering.store(true, SeqCst);
+    // Each round covers the topic changes asked for before it starts (`topics_changed`).
+    let round = || async {
+        let asked = inner.register_asked.load(SeqCst);
+        register_all(&inner).await;
+        inner.register_done.send_modify(|done| *done = (*done).max(asked));
+    };
+    round().await;
     info!(namesrv = inner.config.namesrv_addr, "registered with the NameServers");
     loop {
         tokio::select! {
@@ -88,8 +96,11 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
             _ = tokio::time::sleep(period) => {},
             _ = inner.register_now.notified() => {},
         }
-        register_all(&inner).await;
+        round().await;
     }
+    inner.registering.store(false, SeqCst);
+    // Nobody waits past the end of the loop.
+    inner.register_done.send_modify(|done| *done = u64::MAX);
 }
 
 /// UNREGISTER_BROKER to every NameServer (shutdown).
