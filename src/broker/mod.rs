@@ -196,9 +196,9 @@ impl Broker {
         let timer = timer::TimerService::open(&config)?;
         let hold = Arc::new(hold::PullHold::default());
         let (arrivals, timer_arrived) = (hold.clone(), timer.arrived.clone());
-        store.set_arrival_listener(Arc::new(move |d| {
-            arrivals.message_arrived(&d.topic, d.queue_id);
-            if d.topic == timer::TIMER_TOPIC {
+        store.set_arrival_listener(Arc::new(move |topic, queue_id| {
+            arrivals.message_arrived(topic, queue_id);
+            if topic == timer::TIMER_TOPIC {
                 timer_arrived.notify_one();
             }
         }));
@@ -299,10 +299,10 @@ impl Broker {
             // dispatched before (recovery, or a crash before topics.json was written) is
             // learned from the existing ConsumeQueues.
             let (arrivals, weak) = (inner.hold.clone(), Arc::downgrade(&inner));
-            inner.store.set_arrival_listener(Arc::new(move |d| {
-                arrivals.message_arrived(&d.topic, d.queue_id);
+            inner.store.set_arrival_listener(Arc::new(move |topic, queue_id| {
+                arrivals.message_arrived(topic, queue_id);
                 if let Some(inner) = weak.upgrade() {
-                    inner.learn_topic(&d.topic, d.queue_id);
+                    inner.learn_topic(topic, queue_id);
                 }
             }));
             for (topic, queue_id) in inner.store.queue_ids() {

@@ -78,6 +78,13 @@ pub trait RequestHandler: Send + Sync + 'static {
         request: RemotingCommand,
     ) -> impl Future<Output = Option<RemotingCommand>> + Send;
 
+    /// Called by the connection's writer before it writes what is queued (answers, and requests
+    /// to the peer): the place to make durable what those answers acknowledge, once for all of
+    /// them. `Err` (naming why) closes the connection without writing them.
+    fn before_write(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Called once when the connection has closed, for whatever reason.
     fn connection_closed(&self, _conn: &Arc<Connection>) {}
 
@@ -163,7 +170,7 @@ impl Connection {
         });
         let limits = options.limits;
         let span = tracing::info_span!("conn", id = conn.id, peer = %peer);
-        tracker.spawn(write_loop(write, rx, conn.clone()).instrument(span.clone()));
+        tracker.spawn(write_loop(write, rx, conn.clone(), handler.clone()).instrument(span.clone()));
         let reader =
             read_loop(FramedRead::new(read, RemotingCodec::new(limits)), conn.clone(), handler, tracker.clone());
         tracker.spawn(reader.instrument(span.clone()));
@@ -330,10 +337,11 @@ async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
     debug!("connection closed");
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
+async fn write_loop<W: AsyncWrite + Unpin, H: RequestHandler>(
     mut sink: W,
     mut rx: mpsc::Receiver<RemotingCommand>,
     conn: Arc<Connection>,
+    handler: Arc<H>,
 ) {
     let closed = conn.closed.clone();
     let mut out = FrameWriter::default();
@@ -360,6 +368,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 }
                 Err(_) => break,
             }
+        }
+        if let Err(why) = handler.before_write() {
+            warn!(error = %why, "closing connection: its answers cannot be sent");
+            break;
         }
         if let Err(e) = out.write_to(&mut sink).await {
             debug!(error = %e, "write failed; closing connection");

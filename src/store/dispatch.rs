@@ -1,23 +1,74 @@
 //! The dispatcher (`ReputMessageService`): follows the CommitLog up to the confirmed end (the
 //! flushed end under SYNC_FLUSH, the written end otherwise), appends ConsumeQueue units, builds
-//! the index, and tells the arrival listener (long polling) about each message.
+//! the index, and tells the arrival listener (long polling) about the queues that got messages.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::error;
 
 use super::commit_log::record::{self, DispatchRequest, RecordCheck};
-use super::consume_queue::CqUnit;
+use super::consume_queue::{ConsumeQueue, CqUnit};
 use super::state::Inner;
 use super::StoreError;
 use crate::model::message::{self, sys_flag};
 
 /// Applies one record to the ConsumeQueue and the index.
 pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
+    dispatch_in(inner, d, &mut Round::default())
+}
+
+/// What a dispatch round remembers from record to record: each queue it reached, looked up once
+/// per round instead of once per message, and woken once at the round's end. Kept for one round
+/// only, so a deleted topic's queue is not held past it.
+#[derive(Default)]
+struct Round {
+    queues: Vec<RoundQueue>,
+    /// Records dispatched since the last wake-up.
+    records: usize,
+}
+
+/// A long round (a backlog after a restart, a slave catching up) wakes waiting pulls every this
+/// many records instead of only at its end.
+const WAKE_EVERY: usize = 512;
+
+struct RoundQueue {
+    topic: String,
+    queue_id: i32,
+    /// Looked up on the first record that appends to it.
+    cq: Option<Arc<ConsumeQueue>>,
+}
+
+impl Round {
+    /// The entry of `topic`/`queue_id`, added if new. A round reaches a few queues: a linear
+    /// search (queue id first) beats hashing the topic.
+    fn entry(&mut self, topic: &str, queue_id: i32) -> &mut RoundQueue {
+        let at = self.queues.iter().position(|q| q.queue_id == queue_id && q.topic == topic);
+        let at = at.unwrap_or_else(|| {
+            self.queues.push(RoundQueue { topic: topic.to_owned(), queue_id, cq: None });
+            self.queues.len() - 1
+        });
+        &mut self.queues[at]
+    }
+
+    /// Wakes the pulls waiting on the queues this round reached (`notifyMessageArriving`).
+    fn wake(&mut self, inner: &Inner) {
+        self.records = 0;
+        for q in self.queues.drain(..) {
+            inner.notify_arrival(&q.topic, q.queue_id);
+        }
+    }
+}
+
+fn dispatch_in(inner: &Inner, d: &DispatchRequest, round: &mut Round) -> Result<(), StoreError> {
     let tx = sys_flag::transaction_type(d.sys_flag);
     if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT {
-        let cq = inner.queues.get_or_create(&d.topic, d.queue_id)?;
+        let entry = round.entry(&d.topic, d.queue_id);
+        let cq = match &entry.cq {
+            Some(cq) => cq,
+            None => entry.cq.insert(inner.queues.get_or_create(&d.topic, d.queue_id)?),
+        };
         let tags_code =
             if d.topic == SCHEDULE_TOPIC { deliver_time(inner, d).unwrap_or(d.tags_code) } else { d.tags_code };
         let unit = CqUnit { commit_log_offset: d.commit_log_offset, size: d.size, tags_code };
@@ -97,8 +148,16 @@ enum Reput {
     AwaitingRestOfRecord,
 }
 
-/// Dispatches the records in `[from, end)`.
-fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<Reput, StoreError> {
+/// Dispatches the records in `[from, end)`, then wakes the pulls waiting on the queues that got
+/// messages (also when the round stops early: what it dispatched is readable).
+fn reput(inner: &Inner, from: u64, end: u64) -> Result<Reput, StoreError> {
+    let mut round = Round::default();
+    let result = reput_in(inner, from, end, &mut round);
+    round.wake(inner);
+    result
+}
+
+fn reput_in(inner: &Inner, mut from: u64, end: u64, round: &mut Round) -> Result<Reput, StoreError> {
     let min = inner.commit_log.min_offset();
     if from < min {
         from = min;
@@ -114,10 +173,16 @@ fn reput(inner: &Inner, mut from: u64, end: u64) -> Result<Reput, StoreError> {
         while pos < data.len() {
             match record::check(&data[pos..], false) {
                 RecordCheck::Record(d) => {
-                    dispatch(inner, &d)?;
-                    inner.notify_arrival(&d);
+                    // A prepared or rolled-back transaction message reaches no queue, but is
+                    // announced like the others (Java's listener filters nothing either).
+                    round.entry(&d.topic, d.queue_id);
+                    dispatch_in(inner, &d, round)?;
                     pos += d.size as usize;
                     inner.reput_from.store(from + pos as u64, Ordering::Release);
+                    round.records += 1;
+                    if round.records == WAKE_EVERY {
+                        round.wake(inner);
+                    }
                 }
                 RecordCheck::Blank => {
                     next_file = true;

@@ -68,6 +68,9 @@ fn run_async(inner: &Inner) {
             last_thorough = Instant::now();
         }
         let least = if thorough { 0 } else { inner.config.flush_commit_log_least_pages };
+        // Deferred records nobody committed (their answers were never written: a connection
+        // closed) are written here at the latest.
+        let _ = inner.commit();
         flush(inner, least);
     }
 }

@@ -92,6 +92,7 @@ impl MessageStore {
             disk_full: AtomicBool::new(false),
             running: AtomicBool::new(true),
             poison: Mutex::new(None),
+            commit_failed: AtomicBool::new(false),
             flush_fault: Mutex::new(None),
             disk_usage_override: std::sync::atomic::AtomicU32::new(u32::MAX),
             dispatch_wake: (Mutex::new(false), Condvar::new()),
@@ -167,10 +168,33 @@ impl MessageStore {
     /// Appends one message, or a batch for one topic and queue. With SYNC_FLUSH and `wait`, the
     /// result comes once the bytes are on disk (or `syncFlushTimeout` passed).
     pub async fn put_messages(&self, msgs: &[MessageToStore], wait: bool) -> PutMessageResult {
-        let append = match self.append(msgs) {
+        self.put(msgs, wait, false).await
+    }
+
+    /// As [`Self::put_messages`], but under ASYNC_FLUSH the records wait in the CommitLog's
+    /// buffer until [`Self::commit`]: the caller must commit before it acknowledges them
+    /// (readers and replication do not see them before). Under SYNC_FLUSH, the same as
+    /// `put_messages`.
+    pub async fn put_messages_deferred(&self, msgs: &[MessageToStore], wait: bool) -> PutMessageResult {
+        self.put(msgs, wait, true).await
+    }
+
+    /// Writes the records deferred by [`Self::put_messages_deferred`] (one write for all of
+    /// them). `Err` (naming why) if writing deferred records has ever failed: their
+    /// acknowledgements must not be sent; the store is poisoned.
+    pub fn commit(&self) -> Result<(), String> {
+        self.inner.commit()
+    }
+
+    async fn put(&self, msgs: &[MessageToStore], wait: bool, defer: bool) -> PutMessageResult {
+        let defer = defer && self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush;
+        let append = match self.append(msgs, defer) {
             Ok(a) => a,
             Err(status) => return PutMessageResult::refused(status),
         };
+        if defer {
+            return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
+        }
         self.inner.appended.notify_waiters();
         if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush {
             self.inner.wake_dispatcher();
@@ -202,7 +226,7 @@ impl MessageStore {
     }
 
     /// The synchronous part of a put: checks, then the CommitLog append.
-    fn append(&self, msgs: &[MessageToStore]) -> Result<AppendResult, PutStatus> {
+    fn append(&self, msgs: &[MessageToStore], defer: bool) -> Result<AppendResult, PutStatus> {
         let inner = &self.inner;
         if !inner.is_running() {
             return Err(PutStatus::ServiceNotAvailable("message store has been shut down".into()));
@@ -234,7 +258,7 @@ impl MessageStore {
                 )));
             }
         }
-        inner.commit_log.append(msgs, now_ms).map_err(|e| match e {
+        inner.commit_log.append(msgs, now_ms, defer).map_err(|e| match e {
             StoreError::MessageIllegal(why) => PutStatus::MessageIllegal(why),
             other => PutStatus::UnknownError(other.to_string()),
         })
@@ -305,7 +329,8 @@ impl MessageStore {
         for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             let _ = t.join();
         }
-        // Anything written but not yet dispatched (ASYNC) or flushed (SYNC).
+        // Anything deferred, written but not yet dispatched (ASYNC) or flushed (SYNC).
+        let _ = inner.commit();
         let flushed = inner.commit_log.files().flush(0).map_err(StoreError::io("final CommitLog flush"))?;
         let end = inner.commit_log.max_offset().max(flushed);
         let from = inner.reput_from.load(Ordering::Acquire);

@@ -12,16 +12,18 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tracing::error;
+
 use super::checkpoint::Checkpoint;
-use super::commit_log::record::DispatchRequest;
 use super::commit_log::CommitLog;
 use super::consume_queue::ConsumeQueueTable;
 use super::group_commit::GroupCommit;
 use super::index::IndexService;
 use super::{FlushDiskType, StoreConfig};
 
-/// Called by the dispatcher for every message that lands in a ConsumeQueue.
-pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
+/// Called by the dispatcher with each topic and queue id that got messages, once per dispatch
+/// round.
+pub type ArrivalListener = Arc<dyn Fn(&str, i32) + Send + Sync>;
 
 /// A disk fault to simulate on the next CommitLog flush (tests).
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,9 @@ pub struct Inner {
     pub(super) disk_full: AtomicBool,
     pub(super) running: AtomicBool,
     pub(super) poison: Mutex<Option<String>>,
+    /// Writing deferred records failed once: acknowledgements of deferred puts may be for
+    /// records that were lost.
+    pub(super) commit_failed: AtomicBool,
     pub(super) flush_fault: Mutex<Option<FlushFault>>,
     /// Disk usage percent forced by tests; `u32::MAX` = measure.
     pub(super) disk_usage_override: std::sync::atomic::AtomicU32,
@@ -77,6 +82,29 @@ impl Inner {
 
     pub fn poison(&self, why: String) {
         self.poison.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
+    }
+
+    /// Writes the CommitLog's deferred records, then tells the dispatcher and replication about
+    /// them. A failed write poisons the store; `Err` says so, now and on every later call.
+    pub fn commit(&self) -> Result<(), String> {
+        if self.commit_failed.load(Ordering::Acquire) {
+            return Err(self.poisoned().unwrap_or_else(|| "writing deferred CommitLog records failed".into()));
+        }
+        match self.commit_log.commit() {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                self.appended.notify_waiters();
+                self.wake_dispatcher();
+                Ok(())
+            }
+            Err(e) => {
+                let why = format!("writing deferred CommitLog records failed: {e}");
+                error!(error = %e, "writing deferred CommitLog records failed; the store refuses writes from now on");
+                self.poison(why.clone());
+                self.commit_failed.store(true, Ordering::Release);
+                Err(why)
+            }
+        }
     }
 
     pub(super) fn disk_usage_override(&self) -> Option<u32> {
@@ -127,10 +155,10 @@ impl Inner {
         self.dispatcher_idle.store(false, Ordering::SeqCst);
     }
 
-    pub fn notify_arrival(&self, d: &DispatchRequest) {
+    pub fn notify_arrival(&self, topic: &str, queue_id: i32) {
         let listener = self.arrival.read().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(l) = listener {
-            l(d);
+            l(topic, queue_id);
         }
     }
 }

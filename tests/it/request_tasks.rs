@@ -1,5 +1,6 @@
 //! Requests on one connection are served independently: a request that waits never holds up the
-//! next one, and a handler that panics loses its request, not the connection.
+//! next one, and a handler that panics loses its request, not the connection. Answers leave only
+//! after the handler's `before_write`; when it refuses, the connection closes unanswered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,5 +62,60 @@ async fn waiting_requests_become_tasks_and_a_panic_loses_only_its_request() {
     let after = call(QUICK, Duration::from_secs(5)).await.unwrap();
     assert_eq!(&after.body[..], b"9001");
     assert_eq!(c.connection(&addr).await.unwrap().id(), first_conn, "the same connection served every request");
+    shutdown.cancel();
+}
+
+/// Counts requests handled and, at each `before_write`, how many had been handled then.
+#[derive(Default)]
+struct Committing {
+    handled: std::sync::atomic::AtomicU64,
+    committed: std::sync::atomic::AtomicU64,
+    fail: std::sync::atomic::AtomicBool,
+}
+
+impl RequestHandler for Committing {
+    async fn handle(&self, _conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
+        let n = self.handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Some(RemotingCommand::response_to(&req, ResponseCode::SUCCESS).with_body(n.to_string()))
+    }
+
+    fn before_write(&self) -> Result<(), String> {
+        if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("the test refuses".into());
+        }
+        self.committed
+            .fetch_max(self.handled.load(std::sync::atomic::Ordering::SeqCst), std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_written_after_before_write_and_a_refusal_closes_the_connection() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let server = RemotingServer::bind("127.0.0.1:0", ServerConfig::default()).await.unwrap();
+    let addr = server.local_addr().unwrap().to_string();
+    let shutdown = CancellationToken::new();
+    let handler = Arc::new(Committing::default());
+    tokio::spawn(server.serve(handler.clone(), shutdown.clone(), TaskTracker::new()));
+    let c = client();
+    let first_conn = c.connection(&addr).await.unwrap().id();
+    let calls = (0..64).map(|_| c.invoke(&addr, RemotingCommand::request(QUICK), Duration::from_secs(5)));
+    for r in futures_util::future::join_all(calls).await {
+        let n: u64 = std::str::from_utf8(&r.unwrap().body).unwrap().parse().unwrap();
+        assert!(handler.committed.load(SeqCst) >= n, "answer {n} was written before before_write covered it");
+    }
+    handler.fail.store(true, SeqCst);
+    let refused = c.invoke(&addr, RemotingCommand::request(QUICK), Duration::from_millis(500)).await;
+    assert!(refused.is_err(), "an answer was written although before_write refused: {refused:?}");
+    handler.fail.store(false, SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let again = loop {
+        match c.invoke(&addr, RemotingCommand::request(QUICK), Duration::from_secs(1)).await {
+            Ok(r) => break r,
+            Err(e) => assert!(std::time::Instant::now() < deadline, "no answer after the refusal: {e}"),
+        }
+    };
+    assert_eq!(again.response_code(), ResponseCode::SUCCESS);
+    assert_ne!(c.connection(&addr).await.unwrap().id(), first_conn, "the refusing connection was closed");
     shutdown.cancel();
 }

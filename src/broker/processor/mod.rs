@@ -156,6 +156,12 @@ impl RequestHandler for BrokerProcessor {
         self.inner.metrics.as_deref()
     }
 
+    /// Sends are stored deferred (`send::send_message`): their records are written here, once
+    /// for every answer about to be written, before any of them acknowledges its message.
+    fn before_write(&self) -> Result<(), String> {
+        self.inner.store.commit()
+    }
+
     fn connection_closed(&self, conn: &Arc<Connection>) {
         let inner = self.inner.clone();
         let conn_id = conn.id();

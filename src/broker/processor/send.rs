@@ -103,7 +103,15 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     }
     // `Message.isWaitStoreMsgOK`: absent means true, otherwise `Boolean.parseBoolean`.
     let wait = message::property_value(&properties, property::WAIT).is_none_or(parse_boolean);
-    let result = b.store.put_messages(&msgs, wait).await;
+    // The answer goes out through the connection's writer, which commits deferred records
+    // before it writes (`BrokerProcessor::before_write`): one CommitLog write per batch of
+    // answers. Not for a oneway send (no answer commits it) nor a put that waits for slaves
+    // (replication ships written records only).
+    let result = if req.is_oneway() || b.config.replicas_to_wait_for() > 0 {
+        b.store.put_messages(&msgs, wait).await
+    } else {
+        b.store.put_messages_deferred(&msgs, wait).await
+    };
     drop(permit);
     let (mut code, mut remark) = convert::put_status_code(&result.status);
     let Some(append) = result.append else {

@@ -1,17 +1,26 @@
 //! The CommitLog: every message of every topic, appended to one queue of segments
 //! (`CommitLog.java`). One writer at a time; queue offsets are assigned under the same lock,
 //! so records are in queue-offset order within each queue.
+//!
+//! An append may be *deferred*: its records get their offsets and wait in the writer's buffer,
+//! and the next [`CommitLog::commit`] (or the next append that is not deferred) writes every
+//! waiting record with one `pwrite`. Readers see records once written. The broker defers the
+//! sends it answers from a connection's writer, which commits before it writes the answers:
+//! one write per batch of answers instead of one per message, and no answer before its bytes
+//! are in the page cache (what Java's store into the mapping gives, so a killed process loses
+//! nothing it acknowledged).
 
 pub mod record;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tracing::{info, warn};
 
 use self::record::{RecordCheck, END_FILE_MIN_BLANK_LENGTH};
-use super::mapped_file::MappedSlice;
+use super::mapped_file::{MappedFile, MappedSlice};
 use super::mapped_file_queue::MappedFileQueue;
 use super::StoreError;
 use crate::model::message::{sys_flag, MessageToStore, StoredMessage};
@@ -32,11 +41,22 @@ pub struct AppendResult {
 struct Writer {
     /// topic -> queue id -> next queue offset (`topicQueueTable`), looked up without allocating.
     queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    /// Deferred records, which continue `pending_file` at its write position.
+    pending: Vec<u8>,
+    pending_file: Option<Arc<MappedFile>>,
+    /// Store time of the newest deferred record.
+    pending_timestamp: i64,
 }
+
+/// Deferred bytes past which an append writes at once (a stream of deferred sends that nobody
+/// commits, oneway sends, stays bounded).
+const MAX_PENDING: usize = 256 << 10;
 
 pub struct CommitLog {
     files: MappedFileQueue,
     writer: Mutex<Writer>,
+    /// Whether deferred records wait (read without the lock by [`Self::commit`]).
+    has_pending: AtomicBool,
 }
 
 impl CommitLog {
@@ -44,7 +64,13 @@ impl CommitLog {
     pub fn load(dir: &Path, file_size: usize, warm: bool) -> Result<Self, StoreError> {
         Ok(Self {
             files: MappedFileQueue::load(dir, file_size, true)?.warm(warm),
-            writer: Mutex::new(Writer { queue_offsets: HashMap::new() }),
+            writer: Mutex::new(Writer {
+                queue_offsets: HashMap::new(),
+                pending: Vec::new(),
+                pending_file: None,
+                pending_timestamp: 0,
+            }),
+            has_pending: AtomicBool::new(false),
         })
     }
 
@@ -77,7 +103,15 @@ impl CommitLog {
     /// `now` gives the store timestamp, read inside the lock so store times follow file order.
     /// Records are encoded (body CRC included) before the lock is taken; under it only the queue
     /// offset, the position and the store time are filled in and the bytes copied.
-    pub fn append(&self, msgs: &[MessageToStore], now: impl Fn() -> i64) -> Result<AppendResult, StoreError> {
+    ///
+    /// `defer`: leave the records in the writer's buffer until [`Self::commit`] (see the module
+    /// doc); readers do not see them before.
+    pub fn append(
+        &self,
+        msgs: &[MessageToStore],
+        now: impl Fn() -> i64,
+        defer: bool,
+    ) -> Result<AppendResult, StoreError> {
         thread_local! {
             /// Encoding buffer of this thread (appends never await, so no task shares it).
             static ENCODED: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(64 * 1024));
@@ -90,7 +124,7 @@ impl CommitLog {
                 let start = buf.len();
                 patches.push((start, record::encode(m, &mut buf)));
             }
-            let result = self.append_encoded(msgs, &mut buf, &patches, now);
+            let result = self.append_encoded(msgs, &mut buf, &patches, now, defer);
             if buf.capacity() > 4 << 20 {
                 *buf = Vec::with_capacity(64 * 1024); // do not keep a huge batch's buffer
             }
@@ -106,6 +140,7 @@ impl CommitLog {
         buf: &mut [u8],
         patches: &[(usize, record::Patch)],
         now: impl Fn() -> i64,
+        defer: bool,
     ) -> Result<AppendResult, StoreError> {
         let first = msgs.first().ok_or_else(|| StoreError::MessageIllegal("empty batch".into()))?;
         let tx = sys_flag::transaction_type(first.sys_flag);
@@ -126,16 +161,18 @@ impl CommitLog {
             false => 0,
         };
         let store_timestamp = now();
-        let mut file = self.files.last_for_write(0)?;
-        let free = size - file.wrote_position();
+        let mut file = match &w.pending_file {
+            Some(f) => f.clone(),
+            None => self.files.last_for_write(0)?,
+        };
+        let free = size - file.wrote_position() - w.pending.len();
         if total + END_FILE_MIN_BLANK_LENGTH > free {
-            file.append(&record::blank(free), 0).map_err(|e| {
-                StoreError::io(format!("write the end-of-segment blank in {}", file.path().display()))(e)
-            })?;
+            w.pending.extend_from_slice(&record::blank(free));
+            self.write_pending(w, &file)?;
             file.mark_full();
             file = self.files.last_for_write(0)?;
         }
-        let base = file.file_from_offset() + file.wrote_position() as u64;
+        let base = file.file_from_offset() + (file.wrote_position() + w.pending.len()) as u64;
         let mut offsets = Vec::with_capacity(msgs.len());
         for (i, (start, patch)) in patches.iter().enumerate() {
             let end = patches.get(i + 1).map_or(total, |p| p.0);
@@ -144,9 +181,22 @@ impl CommitLog {
             record::patch(&mut buf[*start..end], *patch, qo, phys, store_timestamp);
             offsets.push(phys);
         }
-        file.append(buf, store_timestamp)
-            .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
-            .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))?;
+        if w.pending.is_empty() && !defer {
+            file.append(buf, store_timestamp)
+                .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
+                .ok_or_else(|| {
+                    StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display()))
+                })?;
+        } else {
+            w.pending.extend_from_slice(buf);
+            w.pending_timestamp = store_timestamp;
+            if !defer || w.pending.len() >= MAX_PENDING {
+                self.write_pending(w, &file)?;
+            } else if w.pending_file.is_none() {
+                w.pending_file = Some(file);
+                self.has_pending.store(true, Ordering::Release);
+            }
+        }
         if takes_offset {
             let next = queue_offset + msgs.len() as i64;
             match w.queue_offsets.get_mut(first.topic.as_str()) {
@@ -159,6 +209,34 @@ impl CommitLog {
             }
         }
         Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
+    }
+
+    /// Writes the deferred records; `true` if there were any. A failed write leaves the
+    /// CommitLog ending before them (the caller poisons the store: they are lost).
+    pub fn commit(&self) -> Result<bool, StoreError> {
+        if !self.has_pending.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let mut w = self.writer();
+        let Some(file) = w.pending_file.clone() else { return Ok(false) };
+        self.write_pending(&mut w, &file)?;
+        Ok(true)
+    }
+
+    /// Writes `w.pending` at the write position of `file` (the segment it continues) and empties
+    /// it, also when the write fails.
+    fn write_pending(&self, w: &mut Writer, file: &MappedFile) -> Result<(), StoreError> {
+        w.pending_file = None;
+        self.has_pending.store(false, Ordering::Release);
+        let written = file.append(&w.pending, std::mem::take(&mut w.pending_timestamp));
+        w.pending.clear();
+        if w.pending.capacity() > 4 * MAX_PENDING {
+            w.pending = Vec::new();
+        }
+        written
+            .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
+            .map(|_| ())
+            .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))
     }
 
     /// The written bytes from `offset` to the end of its segment.
@@ -248,7 +326,10 @@ impl CommitLog {
     /// the log exactly (an empty log starts at the segment holding `offset`) and stay inside
     /// one segment, as master frames do.
     pub fn append_replicated(&self, offset: u64, data: &[u8], store_timestamp: i64) -> Result<(), StoreError> {
-        let _w = self.writer();
+        let mut w = self.writer();
+        if let Some(file) = w.pending_file.clone() {
+            self.write_pending(&mut w, &file)?;
+        }
         let max = self.files.max_offset();
         if !self.files.is_empty() && offset != max {
             return Err(StoreError::NotWritable(format!(

@@ -11,6 +11,7 @@
 //! blank (end of segment): size:i32  0xCBD43194:i32
 //! ```
 
+use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
@@ -27,10 +28,11 @@ pub const QUEUE_OFFSET_POS: usize = 20;
 pub const PHYSICAL_OFFSET_POS: usize = 28;
 pub const SYSFLAG_POS: usize = 36;
 
-/// What the dispatcher needs of one record (`DispatchRequest`).
+/// What the dispatcher needs of one record (`DispatchRequest`); topic and properties borrowed
+/// from the record's bytes (copied only if not UTF-8).
 #[derive(Clone, Debug, PartialEq)]
-pub struct DispatchRequest {
-    pub topic: String,
+pub struct DispatchRequest<'a> {
+    pub topic: Cow<'a, str>,
     pub queue_id: i32,
     pub commit_log_offset: i64,
     pub size: i32,
@@ -39,10 +41,10 @@ pub struct DispatchRequest {
     pub queue_offset: i64,
     pub sys_flag: i32,
     pub prepared_transaction_offset: i64,
-    pub properties: String,
+    pub properties: Cow<'a, str>,
 }
 
-impl DispatchRequest {
+impl DispatchRequest<'_> {
     pub fn keys(&self) -> Option<&str> {
         message::property_value(&self.properties, message::property::KEYS)
     }
@@ -54,8 +56,8 @@ impl DispatchRequest {
 
 /// The result of checking the bytes at one position.
 #[derive(Debug, PartialEq)]
-pub enum RecordCheck {
-    Record(DispatchRequest),
+pub enum RecordCheck<'a> {
+    Record(DispatchRequest<'a>),
     /// The END_OF_FILE blank: continue at the next segment.
     Blank,
     /// The readable data ends inside the record (`needed` bytes from its start would hold it):
@@ -325,7 +327,7 @@ pub fn properties(buf: &[u8]) -> Option<&[u8]> {
 /// Validates the record at the start of `buf` and extracts what dispatch needs
 /// (`checkMessageAndReturnSize`) without copying the body. `buf` runs to the end of the
 /// readable data.
-pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
+pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck<'_> {
     let mut c = Cursor { buf, pos: 0 };
     let (Some(total), Some(magic)) = (c.i32(), c.i32()) else {
         return RecordCheck::Truncated { needed: 8 };
@@ -344,11 +346,11 @@ pub fn check(buf: &[u8], check_crc: bool) -> RecordCheck {
     }
     match view(&buf[..end], check_crc) {
         Some(v) => {
-            let properties = String::from_utf8_lossy(v.properties).into_owned();
+            let properties = String::from_utf8_lossy(v.properties);
             let tags = message::property_value(&properties, message::property::TAGS);
             RecordCheck::Record(DispatchRequest {
                 tags_code: message::tags_code(tags),
-                topic: String::from_utf8_lossy(v.topic).into_owned(),
+                topic: String::from_utf8_lossy(v.topic),
                 queue_id: v.queue_id,
                 commit_log_offset: v.commit_log_offset,
                 size: total,

@@ -22,39 +22,39 @@ fn msg(topic: &str, queue_id: i32, body: usize) -> MessageToStore {
 fn appends_assign_offsets_and_roll_with_a_blank() {
     let dir = tempfile::tempdir().unwrap();
     let log = CommitLog::load(dir.path(), 1024, false).unwrap();
-    let a = log.append(&[msg("T", 0, 300)], || 10).unwrap();
+    let a = log.append(&[msg("T", 0, 300)], || 10, false).unwrap();
     assert_eq!(a.offsets, vec![0]);
     assert_eq!(a.queue_offset, 0);
-    let b = log.append(&[msg("T", 0, 300)], || 11).unwrap();
+    let b = log.append(&[msg("T", 0, 300)], || 11, false).unwrap();
     assert_eq!(b.queue_offset, 1);
     // A third does not fit in the 1024-byte segment: blank, then the next segment.
-    let c = log.append(&[msg("T", 0, 300)], || 12).unwrap();
+    let c = log.append(&[msg("T", 0, 300)], || 12, false).unwrap();
     assert_eq!(c.offsets, vec![1024]);
     assert_eq!(c.queue_offset, 2);
-    let other = log.append(&[msg("U", 3, 10)], || 13).unwrap();
+    let other = log.append(&[msg("U", 3, 10)], || 13, false).unwrap();
     assert_eq!(other.queue_offset, 0);
     let m = log.message(1024).unwrap();
     assert_eq!((m.queue_offset, m.store_timestamp, m.commit_log_offset), (2, 12, 1024));
 
     let mut seen = Vec::new();
-    let end = log.scan_valid(0, true, |d| seen.push((d.topic.clone(), d.queue_offset)));
+    let end = log.scan_valid(0, true, |d| seen.push((d.topic.to_string(), d.queue_offset)));
     assert_eq!(end, log.max_offset());
     assert_eq!(seen.len(), 4);
-    assert!(log.append(&[msg("T", 0, 2000)], || 1).is_err(), "larger than a segment");
+    assert!(log.append(&[msg("T", 0, 2000)], || 1, false).is_err(), "larger than a segment");
 }
 
 #[test]
 fn batch_records_are_consecutive() {
     let dir = tempfile::tempdir().unwrap();
     let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
-    let r = log.append(&[msg("T", 1, 5), msg("T", 1, 6), msg("T", 1, 7)], || 5).unwrap();
+    let r = log.append(&[msg("T", 1, 5), msg("T", 1, 6), msg("T", 1, 7)], || 5, false).unwrap();
     assert_eq!(r.offsets.len(), 3);
     for (i, off) in r.offsets.iter().enumerate() {
         let m = log.message(*off as u64).unwrap();
         assert_eq!(m.queue_offset, i as i64);
         assert_eq!(m.body.len(), 5 + i);
     }
-    assert_eq!(log.append(&[msg("T", 1, 5)], || 6).unwrap().queue_offset, 3);
+    assert_eq!(log.append(&[msg("T", 1, 5)], || 6, false).unwrap().queue_offset, 3);
 }
 
 #[test]
@@ -62,9 +62,9 @@ fn torn_tail_is_found_and_cut() {
     let dir = tempfile::tempdir().unwrap();
     let end_of_two = {
         let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
-        log.append(&[msg("T", 0, 100)], || 1).unwrap();
-        let r = log.append(&[msg("T", 0, 100)], || 2).unwrap();
-        log.append(&[msg("T", 0, 100)], || 3).unwrap();
+        log.append(&[msg("T", 0, 100)], || 1, false).unwrap();
+        let r = log.append(&[msg("T", 0, 100)], || 2, false).unwrap();
+        log.append(&[msg("T", 0, 100)], || 3, false).unwrap();
         r.end_offset
     };
     // Corrupt the third record's body.
@@ -79,6 +79,59 @@ fn torn_tail_is_found_and_cut() {
     log.truncate(end).unwrap();
     assert_eq!(log.max_offset(), end_of_two);
     log.set_queue_offset("T", 0, 2);
-    let r = log.append(&[msg("T", 0, 1)], || 4).unwrap();
+    let r = log.append(&[msg("T", 0, 1)], || 4, false).unwrap();
     assert_eq!((r.offsets[0] as u64, r.queue_offset), (end_of_two, 2));
+}
+
+#[test]
+fn deferred_records_are_invisible_until_committed_and_keep_their_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = CommitLog::load(dir.path(), 1024, false).unwrap();
+    assert!(!log.commit().unwrap(), "nothing deferred yet");
+    let a = log.append(&[msg("T", 0, 100)], || 10, true).unwrap();
+    let b = log.append(&[msg("T", 0, 100)], || 11, true).unwrap();
+    assert_eq!((a.offsets.clone(), a.queue_offset), (vec![0], 0));
+    assert_eq!((b.offsets.clone(), b.queue_offset), (vec![a.end_offset as i64], 1));
+    assert_eq!(log.max_offset(), 0, "deferred records are not readable");
+    assert!(log.message(0).is_none());
+    assert!(log.commit().unwrap());
+    assert_eq!(log.max_offset(), b.end_offset);
+    assert_eq!(log.message(b.offsets[0] as u64).unwrap().queue_offset, 1);
+    assert!(!log.commit().unwrap(), "committed once");
+
+    // An append that is not deferred writes what waits before it, in order, with itself.
+    let c = log.append(&[msg("T", 0, 50)], || 12, true).unwrap();
+    let d = log.append(&[msg("U", 0, 50)], || 13, false).unwrap();
+    assert_eq!(log.max_offset(), d.end_offset);
+    assert_eq!(log.message(c.offsets[0] as u64).unwrap().store_timestamp, 12);
+    assert!(!log.commit().unwrap());
+
+    // A deferred record that does not fit: the waiting ones and the blank are written, the
+    // record goes to the next segment (still deferred).
+    let e = log.append(&[msg("T", 0, 50)], || 14, true).unwrap();
+    let f = log.append(&[msg("T", 0, 300)], || 15, true).unwrap();
+    assert_eq!(f.offsets, vec![1024]);
+    assert_eq!(log.max_offset(), 1024, "the first segment was completed");
+    assert_eq!(log.message(e.offsets[0] as u64).unwrap().queue_offset, 3);
+    assert!(log.commit().unwrap());
+    assert_eq!(log.max_offset(), f.end_offset);
+    let mut seen = Vec::new();
+    let end = log.scan_valid(0, true, |r| seen.push((r.topic.to_string(), r.queue_offset)));
+    assert_eq!(end, f.end_offset);
+    let expected = [("T", 0), ("T", 1), ("T", 2), ("U", 0), ("T", 3), ("T", 4)];
+    assert_eq!(seen, expected.map(|(t, q)| (t.to_owned(), q)));
+}
+
+#[test]
+fn deferred_records_past_the_limit_are_written_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = CommitLog::load(dir.path(), 4 << 20, false).unwrap();
+    let mut last = None;
+    while log.max_offset() == 0 {
+        let r = log.append(&[msg("T", 0, 4000)], || 1, true).unwrap();
+        assert!(r.end_offset <= (MAX_PENDING + 4200) as u64, "deferred past the limit: {}", r.end_offset);
+        last = Some(r);
+    }
+    assert_eq!(log.max_offset(), last.unwrap().end_offset);
+    assert!(!log.commit().unwrap());
 }

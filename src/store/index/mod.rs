@@ -150,11 +150,15 @@ impl IndexService {
         {
             return Ok(());
         }
-        if let Some(uniq) = req.uniq_key() {
-            file = self.put_key(file, &format!("{}#{uniq}", req.topic), req)?;
-        }
-        for key in req.keys().unwrap_or("").split(' ').filter(|k| !k.is_empty()) {
-            file = self.put_key(file, &format!("{}#{key}", req.topic), req)?;
+        // `topic#key`, one buffer for all of the record's keys.
+        let mut key = String::with_capacity(req.topic.len() + 40);
+        key.push_str(&req.topic);
+        key.push('#');
+        let prefix = key.len();
+        for k in req.uniq_key().into_iter().chain(req.keys().unwrap_or("").split(' ').filter(|k| !k.is_empty())) {
+            key.truncate(prefix);
+            key.push_str(k);
+            file = self.put_key(file, &key, req)?;
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ fn config(root: &Path, slots: usize, entries: usize) -> StoreConfig {
     }
 }
 
-fn req(offset: i64, ts: i64, keys: &str, uniq: Option<&str>) -> DispatchRequest {
+fn req(offset: i64, ts: i64, keys: &str, uniq: Option<&str>) -> DispatchRequest<'static> {
     let mut props = Vec::new();
     if !keys.is_empty() {
         props.push((property::KEYS, keys));
@@ -32,7 +32,7 @@ fn req(offset: i64, ts: i64, keys: &str, uniq: Option<&str>) -> DispatchRequest 
         queue_offset: 0,
         sys_flag: 0,
         prepared_transaction_offset: 0,
-        properties: properties_to_string(props),
+        properties: properties_to_string(props).into(),
     }
 }
 
