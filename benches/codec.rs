@@ -7,6 +7,10 @@ use ferrocket::protocol::frame::encode_frame;
 use ferrocket::protocol::{RemotingCodec, RemotingCommand, RequestCode, SerializeType};
 use tokio_util::codec::Decoder;
 
+/// The binary's allocator: allocation is a large part of decoding, and glibc's costs differ.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn send_request(ser: SerializeType) -> RemotingCommand {
     let mut cmd = RemotingCommand::request(RequestCode::SEND_MESSAGE_V2);
     for (k, v) in [
