@@ -99,25 +99,30 @@ impl ExtFields {
 
     /// Where `name` is, or where it would go.
     fn find(&self, name: &str) -> Result<usize, usize> {
+        self.position(name).ok_or_else(|| self.0.partition_point(|(k, _)| k.as_ref() < name))
+    }
+
+    /// Where `name` is.
+    fn position(&self, name: &str) -> Option<usize> {
         if self.0.len() > 16 {
             // Not a header a client writes: no scan of every name.
-            return self.0.binary_search_by(|(k, _)| k.as_ref().cmp(name));
+            return self.0.binary_search_by(|(k, _)| k.as_ref().cmp(name)).ok();
         }
         let key = name.as_bytes();
-        // Lengths and first bytes first: most names differ there.
-        let hit = self.0.iter().position(|(k, _)| {
+        // Lengths and first bytes first: most names differ there, and one-letter names (every
+        // field of a SEND_MESSAGE_V2) need nothing more.
+        self.0.iter().position(|(k, _)| {
             let k = k.as_bytes();
-            k.len() == key.len() && k.first() == key.first() && k == key
-        });
-        hit.ok_or_else(|| self.0.partition_point(|(k, _)| k.as_ref() < name))
+            k.len() == key.len() && k.first() == key.first() && (k.len() <= 1 || k[1..] == key[1..])
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<&String> {
-        self.find(name).ok().map(|i| &self.0[i].1)
+        self.position(name).map(|i| &self.0[i].1)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
-        self.find(name).is_ok()
+        self.position(name).is_some()
     }
 
     /// Sets `name`, returning the value it replaces. Shifts the names after it: for the few
@@ -133,7 +138,7 @@ impl ExtFields {
     }
 
     pub fn remove(&mut self, name: &str) -> Option<String> {
-        self.find(name).ok().map(|i| self.0.remove(i).1)
+        self.position(name).map(|i| self.0.remove(i).1)
     }
 
     pub fn len(&self) -> usize {
