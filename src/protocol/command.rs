@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::code::{RequestCode, ResponseCode};
 
-pub use super::ext_fields::{ext_key, ext_key_owned, ExtFields, ExtKey};
+pub use super::ext_fields::{ext_key, ext_key_cow, ext_key_owned, ExtFields, ExtKey};
 
 /// `RemotingCommand.RPC_TYPE`: set on responses.
 pub const FLAG_RESPONSE: i32 = 0x1;

@@ -65,6 +65,15 @@ pub fn ext_key(name: &str) -> ExtKey {
     known_key(name).map_or_else(|| Cow::Owned(name.to_owned()), Cow::Borrowed)
 }
 
+/// As [`ext_key`], for a name that may be borrowed or owned (an owned one is kept when it is
+/// not a known name).
+pub fn ext_key_cow(name: Cow<'_, str>) -> ExtKey {
+    match name {
+        Cow::Borrowed(k) => ext_key(k),
+        Cow::Owned(k) => ext_key_owned(k),
+    }
+}
+
 /// As [`ext_key`], keeping `name`'s allocation when the name is not a known one.
 pub fn ext_key_owned(name: String) -> ExtKey {
     known_key(&name).map_or(Cow::Owned(name), Cow::Borrowed)

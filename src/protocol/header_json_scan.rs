@@ -13,14 +13,7 @@
 
 use std::borrow::Cow;
 
-use super::command::{ext_key, ext_key_owned, ExtFields, ExtKey, LanguageCode, RemotingCommand, SerializeType};
-
-fn stored_key(key: Cow<'_, str>) -> ExtKey {
-    match key {
-        Cow::Borrowed(k) => ext_key(k),
-        Cow::Owned(k) => ext_key_owned(k),
-    }
-}
+use super::command::{ext_key_cow, ExtFields, ExtKey, LanguageCode, RemotingCommand, SerializeType};
 
 /// Reads `header` if it has the usual shape; `None` leaves it to serde_json.
 pub fn decode(header: &[u8]) -> Option<RemotingCommand> {
@@ -264,8 +257,8 @@ impl<'a> Scan<'a> {
             self.eat(b':')?;
             self.ws();
             match self.scalar()? {
-                Scalar::Str(v) => pairs.push((stored_key(key), v.into_owned())),
-                Scalar::Literal(v) => pairs.push((stored_key(key), v.to_owned())),
+                Scalar::Str(v) => pairs.push((ext_key_cow(key), v.into_owned())),
+                Scalar::Literal(v) => pairs.push((ext_key_cow(key), v.to_owned())),
                 Scalar::Null => {}
             }
             self.ws();

@@ -1,7 +1,8 @@
 //! The metrics recorded on hot paths (every send, pull and request), through handles cached per
 //! thread: after the first message of a topic on a thread, recording is a hash lookup and a few
 //! atomic adds, with no lock and no allocation (registering a label set allocates and locks, so
-//! it happens once per thread, node and label set).
+//! it happens once per thread, node and label set). The label set a thread used last is kept
+//! beside the maps: a stream of sends to one topic compares a name instead of hashing it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -34,10 +35,26 @@ impl MessageType {
     }
 }
 
+#[derive(Clone)]
 struct In {
     messages: Counter,
     bytes: Counter,
     size: Histogram,
+}
+
+/// The handles a thread used last for `messages_in`, with their key.
+struct LastIn {
+    node: u64,
+    topic: Box<str>,
+    kind: MessageType,
+    h: In,
+}
+
+/// The handle a thread used last for `rpc_latency`, with its key.
+struct LastRpc {
+    node: u64,
+    key: (i32, i32, bool, bool),
+    h: Histogram,
 }
 
 struct Out {
@@ -56,6 +73,8 @@ thread_local! {
     static IN: RefCell<InCache> = RefCell::default();
     static OUT: RefCell<OutCache> = RefCell::default();
     static RPC: RefCell<RpcCache> = RefCell::default();
+    static LAST_IN: RefCell<Option<LastIn>> = const { RefCell::new(None) };
+    static LAST_RPC: RefCell<Option<LastRpc>> = const { RefCell::new(None) };
 }
 
 /// The value under `key`, made by `make` the first time: looked up by `&str`, so a known key
@@ -81,25 +100,40 @@ pub fn messages_in(node: &Node, topic: &str, kind: MessageType, is_system: bool,
     if count == 0 || super::handle().is_none() {
         return;
     }
-    IN.with_borrow_mut(|all| {
-        let topics = all.entry(node.id).or_default();
-        let slots = slot(topics, topic, Default::default);
-        let h = slots[kind.index()].get_or_insert_with(|| {
-            let labels = node.labels([
-                Label::new(names::LABEL_TOPIC, topic.to_owned()),
-                Label::new(names::LABEL_MESSAGE_TYPE, kind.label()),
-                Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
-            ]);
-            In {
-                messages: metrics::counter!(names::MESSAGES_IN_TOTAL, labels.clone()),
-                bytes: metrics::counter!(names::THROUGHPUT_IN_TOTAL, labels.clone()),
-                size: metrics::histogram!(names::MESSAGE_SIZE, labels),
+    LAST_IN.with_borrow_mut(|last| {
+        let hit = last.as_ref().filter(|l| l.node == node.id && l.kind == kind && *l.topic == *topic);
+        let h = match hit {
+            Some(l) => &l.h,
+            None => {
+                let h = in_handles(node, topic, kind, is_system);
+                &last.insert(LastIn { node: node.id, topic: topic.into(), kind, h }).h
             }
-        });
+        };
         h.messages.increment(count);
         h.bytes.increment(bytes);
         h.size.record(bytes as f64 / count as f64);
     });
+}
+
+fn in_handles(node: &Node, topic: &str, kind: MessageType, is_system: bool) -> In {
+    IN.with_borrow_mut(|all| {
+        let topics = all.entry(node.id).or_default();
+        let slots = slot(topics, topic, Default::default);
+        slots[kind.index()]
+            .get_or_insert_with(|| {
+                let labels = node.labels([
+                    Label::new(names::LABEL_TOPIC, topic.to_owned()),
+                    Label::new(names::LABEL_MESSAGE_TYPE, kind.label()),
+                    Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
+                ]);
+                In {
+                    messages: metrics::counter!(names::MESSAGES_IN_TOTAL, labels.clone()),
+                    bytes: metrics::counter!(names::THROUGHPUT_IN_TOTAL, labels.clone()),
+                    size: metrics::histogram!(names::MESSAGE_SIZE, labels),
+                }
+            })
+            .clone()
+    })
 }
 
 /// A pull of `group` returned `count` messages of `bytes` stored bytes from `topic`
@@ -133,18 +167,32 @@ pub fn rpc_latency(node: &Node, request_code: i32, response_code: i32, long_poll
     if super::handle().is_none() {
         return;
     }
-    RPC.with_borrow_mut(|all| {
-        let codes = all.entry(node.id).or_default();
-        let h = codes.entry((request_code, response_code, long_polling, oneway)).or_insert_with(|| {
-            let labels = node.labels([
-                Label::new(names::LABEL_PROTOCOL_TYPE, "remoting"),
-                Label::new(names::LABEL_REQUEST_CODE, request_code.to_string()),
-                Label::new(names::LABEL_RESPONSE_CODE, response_code.to_string()),
-                Label::new(names::LABEL_IS_LONG_POLLING, bool_str(long_polling)),
-                Label::new(names::LABEL_RESULT, if oneway { "oneway" } else { "success" }),
-            ]);
-            metrics::histogram!(names::RPC_LATENCY, labels)
-        });
+    let key = (request_code, response_code, long_polling, oneway);
+    LAST_RPC.with_borrow_mut(|last| {
+        let h = match last.as_ref().filter(|l| l.node == node.id && l.key == key) {
+            Some(l) => &l.h,
+            None => &last.insert(LastRpc { node: node.id, key, h: rpc_handle(node, key) }).h,
+        };
         h.record(millis);
     });
+}
+
+fn rpc_handle(node: &Node, key: (i32, i32, bool, bool)) -> Histogram {
+    let (request_code, response_code, long_polling, oneway) = key;
+    RPC.with_borrow_mut(|all| {
+        let codes = all.entry(node.id).or_default();
+        codes
+            .entry(key)
+            .or_insert_with(|| {
+                let labels = node.labels([
+                    Label::new(names::LABEL_PROTOCOL_TYPE, "remoting"),
+                    Label::new(names::LABEL_REQUEST_CODE, request_code.to_string()),
+                    Label::new(names::LABEL_RESPONSE_CODE, response_code.to_string()),
+                    Label::new(names::LABEL_IS_LONG_POLLING, bool_str(long_polling)),
+                    Label::new(names::LABEL_RESULT, if oneway { "oneway" } else { "success" }),
+                ]);
+                metrics::histogram!(names::RPC_LATENCY, labels)
+            })
+            .clone()
+    })
 }

@@ -94,7 +94,7 @@ impl TimerService {
         }
         let mut props = message::parse_properties(&msg.properties);
         if props.get(property::DELAY).and_then(|d| d.parse::<i32>().ok()).is_some_and(|l| l > 0) {
-            for k in [property::TIMER_DELIVER_MS, property::TIMER_DELAY_SEC, property::TIMER_DELAY_MS] {
+            for k in TIMER_PROPERTIES {
                 props.remove(k);
             }
             msg.properties = message::map_to_properties(&props);
