@@ -258,9 +258,14 @@ impl MessageStore {
                 )));
             }
         }
-        inner.commit_log.append(msgs, now_ms, defer).map_err(|e| match e {
-            StoreError::MessageIllegal(why) => PutStatus::MessageIllegal(why),
-            other => PutStatus::UnknownError(other.to_string()),
+        inner.commit_log.append(msgs, now_ms, defer).map_err(|e| {
+            // A failed write may have lost deferred records of other sends with it: that poisons
+            // the store now, before anything is appended where they were.
+            let _ = inner.commit();
+            match e {
+                StoreError::MessageIllegal(why) => PutStatus::MessageIllegal(why),
+                other => PutStatus::UnknownError(other.to_string()),
+            }
         })
     }
 

@@ -57,6 +57,12 @@ pub struct CommitLog {
     writer: Mutex<Writer>,
     /// Whether deferred records wait (read without the lock by [`Self::commit`]).
     has_pending: AtomicBool,
+    /// Writing deferred records failed once: they are lost, and [`Self::commit`] says so from
+    /// then on (whoever deferred them must not acknowledge them).
+    lost_deferred: AtomicBool,
+    /// Tests: the next write of waiting records fails.
+    #[cfg(test)]
+    fail_next_write: AtomicBool,
 }
 
 impl CommitLog {
@@ -71,6 +77,9 @@ impl CommitLog {
                 pending_timestamp: 0,
             }),
             has_pending: AtomicBool::new(false),
+            lost_deferred: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_next_write: AtomicBool::new(false),
         })
     }
 
@@ -211,32 +220,61 @@ impl CommitLog {
         Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
     }
 
-    /// Writes the deferred records; `true` if there were any. A failed write leaves the
-    /// CommitLog ending before them (the caller poisons the store: they are lost).
+    /// Writes the deferred records; `true` if there were any. `Err` if this write failed, or
+    /// an earlier write of deferred records did (by a commit, or by an append writing what
+    /// waited before it): those records are lost, the CommitLog ends before them.
     pub fn commit(&self) -> Result<bool, StoreError> {
+        let lost = || StoreError::NotWritable("a write of deferred CommitLog records failed; they are lost".into());
+        if self.lost_deferred.load(Ordering::Acquire) {
+            return Err(lost());
+        }
         if !self.has_pending.load(Ordering::Acquire) {
             return Ok(false);
         }
         let mut w = self.writer();
+        if self.lost_deferred.load(Ordering::Acquire) {
+            return Err(lost());
+        }
         let Some(file) = w.pending_file.clone() else { return Ok(false) };
         self.write_pending(&mut w, &file)?;
         Ok(true)
     }
 
     /// Writes `w.pending` at the write position of `file` (the segment it continues) and empties
-    /// it, also when the write fails.
+    /// it, also when the write fails (then deferred records among them are marked lost).
     fn write_pending(&self, w: &mut Writer, file: &MappedFile) -> Result<(), StoreError> {
-        w.pending_file = None;
+        let had_deferred = w.pending_file.take().is_some();
         self.has_pending.store(false, Ordering::Release);
-        let written = file.append(&w.pending, std::mem::take(&mut w.pending_timestamp));
+        #[cfg(test)]
+        let injected = self.fail_next_write.swap(false, Ordering::AcqRel);
+        #[cfg(not(test))]
+        let injected = false;
+        let written = if injected {
+            Err(std::io::Error::other("injected write failure"))
+        } else {
+            file.append(&w.pending, std::mem::take(&mut w.pending_timestamp))
+        };
         w.pending.clear();
+        w.pending_timestamp = 0;
         if w.pending.capacity() > 4 * MAX_PENDING {
             w.pending = Vec::new();
         }
-        written
-            .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
-            .map(|_| ())
-            .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))
+        let result =
+            written.map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e)).and_then(|at| {
+                at.map(|_| ()).ok_or_else(|| {
+                    StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display()))
+                })
+            });
+        if result.is_err() && had_deferred {
+            self.lost_deferred.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Tests: makes the next write of waiting records fail.
+    #[cfg(test)]
+    pub(super) fn fail_next_write(&self) {
+        self.fail_next_write.store(true, Ordering::Release);
     }
 
     /// The written bytes from `offset` to the end of its segment.

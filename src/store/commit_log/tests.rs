@@ -135,3 +135,17 @@ fn deferred_records_past_the_limit_are_written_at_once() {
     assert_eq!(log.max_offset(), last.unwrap().end_offset);
     assert!(!log.commit().unwrap());
 }
+
+#[test]
+fn a_failed_write_of_deferred_records_fails_every_later_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
+    log.append(&[msg("T", 0, 100)], || 1, true).unwrap();
+    log.fail_next_write();
+    // An append that is not deferred writes what waits with itself: it fails, and the deferred
+    // record before it is lost with it.
+    assert!(log.append(&[msg("T", 0, 100)], || 2, false).is_err());
+    assert_eq!(log.max_offset(), 0);
+    assert!(log.commit().is_err(), "the deferred record's owner must learn it is lost");
+    assert!(log.commit().is_err(), "and so must every later commit");
+}
