@@ -61,10 +61,13 @@ impl Round {
     }
 }
 
+/// As [`dispatch`], within `round`: the record's queue is looked up there, and woken at the
+/// round's end. A prepared or rolled-back transaction message reaches no queue but is announced
+/// like the others (Java's listener filters nothing either).
 fn dispatch_in(inner: &Inner, d: &DispatchRequest, round: &mut Round) -> Result<(), StoreError> {
+    let entry = round.entry(&d.topic, d.queue_id);
     let tx = sys_flag::transaction_type(d.sys_flag);
     if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT {
-        let entry = round.entry(&d.topic, d.queue_id);
         let cq = match &entry.cq {
             Some(cq) => cq,
             None => entry.cq.insert(inner.queues.get_or_create(&d.topic, d.queue_id)?),
@@ -173,9 +176,6 @@ fn reput_in(inner: &Inner, mut from: u64, end: u64, round: &mut Round) -> Result
         while pos < data.len() {
             match record::check(&data[pos..], false) {
                 RecordCheck::Record(d) => {
-                    // A prepared or rolled-back transaction message reaches no queue, but is
-                    // announced like the others (Java's listener filters nothing either).
-                    round.entry(&d.topic, d.queue_id);
                     dispatch_in(inner, &d, round)?;
                     pos += d.size as usize;
                     inner.reput_from.store(from + pos as u64, Ordering::Release);

@@ -108,7 +108,7 @@ pub fn flush(inner: &Inner, least_pages: usize) -> Option<u64> {
         }
         Err(e) => {
             error!(error = %e, dir = %files.dir().display(), "CommitLog flush failed; the store refuses writes from now on");
-            inner.poison(format!("CommitLog flush failed in {}: {e}", files.dir().display()));
+            let _ = inner.poison(format!("CommitLog flush failed in {}: {e}", files.dir().display()));
             inner.group_commit.fail_all();
             None
         }

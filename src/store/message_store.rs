@@ -92,7 +92,6 @@ impl MessageStore {
             disk_full: AtomicBool::new(false),
             running: AtomicBool::new(true),
             poison: Mutex::new(None),
-            commit_failed: AtomicBool::new(false),
             flush_fault: Mutex::new(None),
             disk_usage_override: std::sync::atomic::AtomicU32::new(u32::MAX),
             dispatch_wake: (Mutex::new(false), Condvar::new()),

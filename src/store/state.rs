@@ -45,9 +45,6 @@ pub struct Inner {
     pub(super) disk_full: AtomicBool,
     pub(super) running: AtomicBool,
     pub(super) poison: Mutex<Option<String>>,
-    /// Writing deferred records failed once: acknowledgements of deferred puts may be for
-    /// records that were lost.
-    pub(super) commit_failed: AtomicBool,
     pub(super) flush_fault: Mutex<Option<FlushFault>>,
     /// Disk usage percent forced by tests; `u32::MAX` = measure.
     pub(super) disk_usage_override: std::sync::atomic::AtomicU32,
@@ -80,16 +77,18 @@ impl Inner {
         self.poison.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub fn poison(&self, why: String) {
-        self.poison.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
+    /// Poisons the store with `why` unless it already is; `true` if this call did.
+    pub fn poison(&self, why: String) -> bool {
+        let mut poison = self.poison.lock().unwrap_or_else(|e| e.into_inner());
+        let first = poison.is_none();
+        poison.get_or_insert(why);
+        first
     }
 
     /// Writes the CommitLog's deferred records, then tells the dispatcher and replication about
-    /// them. A failed write poisons the store; `Err` says so, now and on every later call.
+    /// them. A failed write poisons the store; `Err` says so, now and on every later call (the
+    /// CommitLog keeps answering that the records are lost).
     pub fn commit(&self) -> Result<(), String> {
-        if self.commit_failed.load(Ordering::Acquire) {
-            return Err(self.poisoned().unwrap_or_else(|| "writing deferred CommitLog records failed".into()));
-        }
         match self.commit_log.commit() {
             Ok(false) => Ok(()),
             Ok(true) => {
@@ -98,11 +97,10 @@ impl Inner {
                 Ok(())
             }
             Err(e) => {
-                let why = format!("writing deferred CommitLog records failed: {e}");
-                error!(error = %e, "writing deferred CommitLog records failed; the store refuses writes from now on");
-                self.poison(why.clone());
-                self.commit_failed.store(true, Ordering::Release);
-                Err(why)
+                if self.poison(format!("writing deferred CommitLog records failed: {e}")) {
+                    error!(error = %e, "writing deferred CommitLog records failed; the store refuses writes from now on");
+                }
+                Err(self.poisoned().unwrap_or_else(|| e.to_string()))
             }
         }
     }

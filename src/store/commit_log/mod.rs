@@ -191,11 +191,7 @@ impl CommitLog {
             offsets.push(phys);
         }
         if w.pending.is_empty() && !defer {
-            file.append(buf, store_timestamp)
-                .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
-                .ok_or_else(|| {
-                    StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display()))
-                })?;
+            written(&file, file.append(buf, store_timestamp))?;
         } else {
             w.pending.extend_from_slice(buf);
             w.pending_timestamp = store_timestamp;
@@ -249,7 +245,7 @@ impl CommitLog {
         let injected = self.fail_next_write.swap(false, Ordering::AcqRel);
         #[cfg(not(test))]
         let injected = false;
-        let written = if injected {
+        let result = if injected {
             Err(std::io::Error::other("injected write failure"))
         } else {
             file.append(&w.pending, std::mem::take(&mut w.pending_timestamp))
@@ -259,12 +255,7 @@ impl CommitLog {
         if w.pending.capacity() > 4 * MAX_PENDING {
             w.pending = Vec::new();
         }
-        let result =
-            written.map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e)).and_then(|at| {
-                at.map(|_| ()).ok_or_else(|| {
-                    StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display()))
-                })
-            });
+        let result = written(file, result);
         if result.is_err() && had_deferred {
             self.lost_deferred.store(true, Ordering::Release);
         }
@@ -354,6 +345,14 @@ impl CommitLog {
     pub fn segments(&self) -> Vec<Arc<super::mapped_file::MappedFile>> {
         self.files.files()
     }
+}
+
+/// The outcome of `MappedFile::append` of records into `file`, as the CommitLog reports it.
+fn written(file: &MappedFile, appended: std::io::Result<Option<usize>>) -> Result<(), StoreError> {
+    appended
+        .map_err(|e| StoreError::io(format!("append to {}", file.path().display()))(e))?
+        .map(|_| ())
+        .ok_or_else(|| StoreError::NotWritable(format!("segment {} unexpectedly full", file.path().display())))
 }
 
 #[cfg(test)]
