@@ -12,6 +12,9 @@ work=$(mktemp -d /tmp/ferrocket-franz.XXXXXX)
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # The broker needs its port, port-2 (VIP) and port+1 (HA) free: take one from a quiet range.
 broker=$((20000 + RANDOM % 8000)); ns=$(port); kafka=$(port)
+# cleanFileForciblyEnable=false: the machine's disk must not decide; above 85 % used
+# (diskSpaceCleanForciblyRatio) a broker deletes CommitLog segments not yet consumed, and the
+# group tests, which write ~600 MB, then wait for records that are gone.
 cat > "$work/broker.conf" <<CONF
 brokerClusterName=FranzCluster
 brokerName=franz-a
@@ -19,6 +22,7 @@ brokerIP1=127.0.0.1
 listenPort=$broker
 storePathRootDir=$work/store
 mappedFileSizeCommitLog=67108864
+cleanFileForciblyEnable=false
 kafkaListenPort=$kafka
 kafkaAdvertisedAddress=127.0.0.1:$kafka
 CONF
@@ -43,7 +47,9 @@ if grep -E '^[0-9T:.-]+Z +ERROR ' "$work/ferrocket.log"; then
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
-  echo "franz-go's tests failed; logs in $work" >&2
+  grep -E '^\s*--- FAIL|^panic:' "$work/go-test.log" | head -20 >&2 || true
+  grep -E '^[0-9T:.-]+Z +WARN ' "$work/ferrocket.log" | tail -20 >&2 || true
+  echo "franz-go's tests failed (failures and ferrocket's last WARN lines above); logs in $work" >&2
   exit "$status"
 fi
 rm -rf "$work"

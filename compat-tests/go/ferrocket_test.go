@@ -73,6 +73,9 @@ func startFerrocket(bin, dir string, extra ...[2]string) (*ferrocket, error) {
 		{"listenPort", strconv.Itoa(brokerPort)},
 		{"storePathRootDir", filepath.Join(dir, "store")},
 		{"mappedFileSizeCommitLog", strconv.Itoa(16 * 1024 * 1024)},
+		// The machine's disk must not decide: above 85 % (diskSpaceCleanForciblyRatio) a broker
+		// deletes CommitLog segments not yet consumed.
+		{"cleanFileForciblyEnable", "false"},
 		{"flushDiskType", "ASYNC_FLUSH"},
 		{"autoCreateTopicEnable", "true"},
 		{"autoCreateSubscriptionGroup", "true"},

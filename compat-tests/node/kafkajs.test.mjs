@@ -41,6 +41,8 @@ before(async () => {
   writeFileSync(join(dir, 'broker.conf'), [
     'brokerClusterName=JsCluster', 'brokerName=js-a', 'brokerIP1=127.0.0.1', `listenPort=${broker}`,
     `storePathRootDir=${dir}/store`, 'mappedFileSizeCommitLog=67108864',
+    // The machine's disk must not decide: above 85 % a broker deletes segments not yet consumed.
+    'cleanFileForciblyEnable=false',
     `kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`, ''].join('\n'));
   writeFileSync(join(dir, 'namesrv.conf'), `listenPort=${ns}\n`);
   proc = spawn(bin, ['standalone', '-c', join(dir, 'broker.conf'), '--namesrv-config', join(dir, 'namesrv.conf')],

@@ -58,6 +58,9 @@ class Ferrocket:
                 "brokerClusterName=PyCluster", "brokerName=py-broker-a", "brokerIP1=127.0.0.1",
                 f"listenPort={self.broker_port}", f"storePathRootDir={root}/store",
                 "mappedFileSizeCommitLog=67108864", "flushDiskType=SYNC_FLUSH",
+                # The machine's disk must not decide: above 85 % (diskSpaceCleanForciblyRatio)
+                # a broker deletes CommitLog segments not yet consumed.
+                "cleanFileForciblyEnable=false",
                 # Unknown transactions are checked every second, once a second old.
                 "transactionCheckInterval=1000", "transactionTimeOut=1000",
                 # The Kafka front end, for librdkafka (confluent-kafka) in test_librdkafka.py.

@@ -191,9 +191,12 @@ impl MessageStore {
             Ok(a) => a,
             Err(status) => return PutMessageResult::refused(status),
         };
-        if defer {
+        if defer && self.inner.commit_log.has_pending() {
+            // Waiting records are announced by the commit that writes them.
             return PutMessageResult { status: PutStatus::PutOk, append: Some(append) };
         }
+        // Written now (also a deferred append that found the buffer full): tell the dispatcher
+        // and replication, as a commit would.
         self.inner.appended.notify_waiters();
         if self.inner.config.flush_disk_type == FlushDiskType::AsyncFlush {
             self.inner.wake_dispatcher();

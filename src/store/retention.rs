@@ -73,13 +73,19 @@ pub(super) fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result
             q.delete_expired(min)?;
         }
         inner.index.delete_expired(min)?;
-        info!(
-            segments = deleted,
-            min_offset = min,
-            used_percent = ratio,
-            forced = force,
-            "deleted expired CommitLog segments"
-        );
+        if force {
+            // Java warns here too ("begin to delete before N hours file ... spacefull: true").
+            warn!(
+                segments = deleted,
+                min_offset = min,
+                used_percent = ratio,
+                limit = forcibly,
+                "disk above diskSpaceCleanForciblyRatio: deleted CommitLog segments before their \
+                 fileReservedTime, messages not yet consumed included"
+            );
+        } else {
+            info!(segments = deleted, min_offset = min, used_percent = ratio, "deleted expired CommitLog segments");
+        }
     }
     Ok(deleted)
 }

@@ -20,6 +20,7 @@ mod read_after_send;
 mod request_tasks;
 mod send_flags;
 mod store;
+mod store_retention;
 mod subscription_refresh;
 mod support;
 mod timers;

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
 use ferrocket::model::message::{self, MessageToStore};
@@ -42,7 +42,7 @@ pub fn msg(topic: &str, queue_id: i32, body: &str, tags: &str, keys: &str) -> Me
     }
 }
 
-async fn wait_dispatched(store: &MessageStore) {
+pub async fn wait_dispatched(store: &MessageStore) {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while store.dispatched_offset() < store.commit_log_max_offset() {
         assert!(std::time::Instant::now() < deadline, "dispatcher did not catch up");
@@ -239,41 +239,41 @@ async fn sync_flush_group_commit_and_failed_fsync_poisons() {
     }
 }
 
+/// A deferred put that finds the buffer full writes it at once; it must announce those
+/// records as a commit would, or consumers and slaves see them only at the dispatcher's idle
+/// wake-up or the HA sender's poll.
 #[tokio::test]
-async fn retention_deletes_old_segments_and_moves_minimums() {
+async fn a_deferred_put_that_writes_the_full_buffer_announces_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), FlushDiskType::AsyncFlush);
-    c.file_reserved_time = 1;
+    c.mapped_file_size_commit_log = 4 << 20;
+    // The flush thread also writes what waits; here only the puts may.
+    c.flush_interval_commit_log = Duration::from_secs(3600);
     let store = MessageStore::open(c).unwrap();
-    // The machine's real disk usage must not decide: above 85 % the store cleans even
-    // unexpired segments (Java's diskSpaceCleanForciblyRatio), as on a crowded CI disk.
-    store.override_disk_usage(Some(1));
-    for i in 0..1600 {
-        store.put_messages(&[msg("T", 0, &format!("m{i:04}"), "A", &format!("k{i}"))], true).await;
+    let signal = store.append_signal();
+    let body = "x".repeat(8 << 10);
+    let (mut announced, mut wrote) = (Vec::new(), Vec::new());
+    for i in 0..40 {
+        let notified = signal.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let before = store.commit_log_max_offset();
+        let r = store.put_messages_deferred(&[msg("T", 0, &body, "A", &format!("k{i}"))], false).await;
+        assert_eq!(r.status, PutStatus::PutOk);
+        if store.commit_log_max_offset() > before {
+            wrote.push(i);
+        }
+        if tokio::time::timeout(Duration::ZERO, notified).await.is_ok() {
+            announced.push(i);
+        }
     }
+    // Records of ~16 KiB (the body is also the UNIQ_KEY): every 16th put finds 256 KiB waiting
+    // and writes them; the others only wait in the buffer.
+    assert_eq!(wrote, vec![15, 31], "puts that wrote the buffer");
+    assert_eq!(announced, wrote, "puts that announced what they wrote");
+    store.commit().unwrap();
     wait_dispatched(&store).await;
-    let segments_before = store.commit_log_max_offset() / (64 * 1024) + 1;
-    assert!(segments_before >= 3);
-    // Nothing is older than an hour yet.
-    assert_eq!(store.clean_expired_files(SystemTime::now()).unwrap(), 0);
-    let later = SystemTime::now() + Duration::from_secs(2 * 3600);
-    let deleted = store.clean_expired_files(later).unwrap();
-    assert_eq!(deleted as u64, segments_before - 1, "all but the last segment expire");
-    let min = store.min_offset_in_queue("T", 0);
-    assert!(min > 0);
-    let r = store.get_message("T", 0, 0, 32, 1 << 20, &AcceptAll);
-    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetTooSmall, min));
-    let r = store.get_message("T", 0, min, 32, 1 << 20, &AcceptAll);
-    assert_eq!(r.status, GetMessageStatus::Found);
-
-    // Disk protection: refuse writes above 90 %, resume by itself below 85 %.
-    store.override_disk_usage(Some(95));
-    store.clean_expired_files(later).unwrap();
-    let r = store.put_messages(&[msg("T", 0, "x", "A", "")], true).await;
-    assert!(matches!(r.status, PutStatus::ServiceNotAvailable(ref why) if why.contains("disk")), "{:?}", r.status);
-    store.override_disk_usage(Some(50));
-    store.clean_expired_files(later).unwrap();
-    assert!(store.put_messages(&[msg("T", 0, "y", "A", "")], true).await.is_ok());
+    assert_eq!(bodies(&store, "T", 0).len(), 40);
     store.shutdown().unwrap();
 }
 

@@ -216,6 +216,11 @@ impl CommitLog {
         Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
     }
 
+    /// Whether deferred records wait for a [`Self::commit`].
+    pub fn has_pending(&self) -> bool {
+        self.has_pending.load(Ordering::Acquire)
+    }
+
     /// Writes the deferred records; `true` if there were any. `Err` if this write failed, or
     /// an earlier write of deferred records did (by a commit, or by an append writing what
     /// waited before it): those records are lost, the CommitLog ends before them.

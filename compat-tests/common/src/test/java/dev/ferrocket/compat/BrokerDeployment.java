@@ -82,6 +82,9 @@ public final class BrokerDeployment implements AutoCloseable {
         b.put("listenPort", Integer.toString(brokerPort));
         b.put("storePathRootDir", dir.resolve("store").toString());
         b.put("mappedFileSizeCommitLog", Integer.toString(16 * 1024 * 1024));
+        // The machine's disk must not decide: above 85 % (diskSpaceCleanForciblyRatio) a broker
+        // deletes CommitLog segments not yet consumed.
+        b.put("cleanFileForciblyEnable", "false");
         b.put("flushDiskType", "ASYNC_FLUSH");
         b.put("autoCreateTopicEnable", "true");
         b.put("autoCreateSubscriptionGroup", "true");

@@ -120,6 +120,7 @@ public final class HaCluster implements AutoCloseable {
         b.put("haListenPort", Integer.toString(haPort));
         b.put("storePathRootDir", bDir.resolve("store").toString());
         b.put("mappedFileSizeCommitLog", Integer.toString(COMMIT_LOG_FILE_SIZE));
+        b.put("cleanFileForciblyEnable", "false"); // see BrokerDeployment
         b.put("flushDiskType", "ASYNC_FLUSH");
         b.put("autoCreateTopicEnable", "true");
         b.put("autoCreateSubscriptionGroup", "true");

@@ -124,6 +124,7 @@ public final class MultiBrokerCluster implements AutoCloseable {
                 b.put("haListenPort", Integer.toString(port + 1));
                 b.put("storePathRootDir", bDir.resolve("store").toString());
                 b.put("mappedFileSizeCommitLog", Integer.toString(16 * 1024 * 1024));
+                b.put("cleanFileForciblyEnable", "false"); // see BrokerDeployment
                 b.put("flushDiskType", "ASYNC_FLUSH");
                 b.put("autoCreateTopicEnable", "true");
                 b.put("autoCreateSubscriptionGroup", "true");
