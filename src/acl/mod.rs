@@ -96,10 +96,6 @@ impl Acl {
         Ok(Self { files, tables: RwLock::new(Arc::new(tables)), edit: Mutex::new(()) })
     }
 
-    pub fn files(&self) -> &AclFiles {
-        &self.files
-    }
-
     fn tables(&self) -> Arc<Tables> {
         self.tables.read().unwrap_or_else(|e| e.into_inner()).clone()
     }

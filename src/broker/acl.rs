@@ -28,10 +28,8 @@ use crate::protocol::header::acl::{
     UpdateGlobalWhiteAddrsConfigRequestHeader, ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG,
 };
 use crate::protocol::header::CommandHeader;
+use crate::protocol::version::V4_9_3;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
-
-/// `MQVersion.Version.V4_9_3`: clients up to it did not sign `_UNIQUE_KEY_QUERY`.
-const V4_9_3: i32 = 400;
 
 /// How often the files are checked for changes (`AclFileWatchService.WATCH_INTERVAL`).
 const WATCH_INTERVAL: Duration = Duration::from_secs(5);

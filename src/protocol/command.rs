@@ -22,7 +22,7 @@ pub const FLAG_ONEWAY: i32 = 0x2;
 
 /// The version ferrocket reports in every command it creates: `MQVersion.Version.V5_3_3`.
 /// Clients gate features on the broker's version (SQL92 filtering needs >= 232).
-pub const CURRENT_VERSION: i32 = 479;
+pub const CURRENT_VERSION: i32 = super::version::V5_3_3;
 
 /// Header serialization (`SerializeType.java`): the top byte of the header-length word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

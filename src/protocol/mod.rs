@@ -20,6 +20,7 @@ pub mod header;
 pub mod header_binary;
 pub mod header_json;
 mod header_json_scan;
+pub mod version;
 
 pub use code::{RequestCode, ResponseCode};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};

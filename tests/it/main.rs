@@ -17,6 +17,7 @@ mod metrics;
 mod namesrv;
 mod parked_pulls;
 mod read_after_send;
+mod registration;
 mod request_tasks;
 mod send_flags;
 mod store;

@@ -16,11 +16,9 @@ use tracing::{debug, warn};
 
 use super::{acl, BrokerInner};
 use crate::protocol::header::HeaderError;
+use crate::protocol::version::V5_0_0;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::{Connection, RequestHandler};
-
-/// `MQVersion.Version.V5_0_0`: clients from here on know INVALID_PARAMETER (29).
-const V5_0_0: i32 = 413;
 
 /// Why a request failed; [`BrokerError::response`] maps it to a response code and remark.
 #[derive(Debug, thiserror::Error)]

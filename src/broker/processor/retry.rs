@@ -11,10 +11,8 @@ use crate::model::message::{self, offset_msg_id, property, MessageToStore};
 use crate::model::perm;
 use crate::protocol::header::broker::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::header::CommandHeader;
+use crate::protocol::version::V3_4_9;
 use crate::protocol::{RemotingCommand, ResponseCode};
-
-/// `MQVersion.Version.V3_4_9`.
-const V3_4_9: i32 = 121;
 
 pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = ConsumerSendMsgBackRequestHeader::decode(&req.ext_fields)?;

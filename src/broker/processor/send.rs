@@ -16,14 +16,13 @@ use crate::protocol::header::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use crate::protocol::header::CommandHeader;
+use crate::protocol::version::V3_4_9;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::Connection;
 
 /// How long a send may wait for its turn before the broker answers SYSTEM_BUSY
 /// (Java's `waitTimeMillsInSendQueue`).
 const WAIT_IN_SEND_QUEUE: Duration = Duration::from_millis(200);
-/// `MQVersion.Version.V3_4_9`: the header's maxReconsumeTimes is honoured from here on.
-const V3_4_9: i32 = 121;
 
 pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
     let mut h: SendMessageRequestHeader = match req.request_code() {

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::json;
 use crate::model::{DataVersion, TopicConfig, TopicFilterType};
+use crate::protocol::version::{V3_0_11, V5_0_0};
 
 /// `TopicConfigSerializeWrapper.java` (the members the NameServer uses).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -43,10 +44,6 @@ pub enum RegisterBodyError {
     Compressed(String),
 }
 
-/// `MQVersion.Version.V3_0_11`: brokers from this version on send the full body.
-const V3_0_11: i32 = 37;
-/// `MQVersion.Version.V5_0_0`: compressed bodies carry the queue-mapping section.
-const V5_0_0: i32 = 413;
 /// Upper bound on one length-prefixed item inside a compressed body.
 const MAX_ITEM: usize = 16 * 1024 * 1024;
 

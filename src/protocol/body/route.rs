@@ -72,8 +72,7 @@ pub enum RouteJson {
 impl RouteJson {
     /// The form a requester of `version` with `accept_standard_json_only` parses.
     pub fn for_request(version: i32, accept_standard_json_only: bool) -> Self {
-        // MQVersion.Version.V4_9_4
-        if version >= 401 || accept_standard_json_only {
+        if version >= crate::protocol::version::V4_9_4 || accept_standard_json_only {
             Self::Standard
         } else {
             Self::Legacy
