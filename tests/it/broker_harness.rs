@@ -42,6 +42,8 @@ pub async fn start_broker_on(
         mapped_file_size_commit_log: 1024 * 1024,
         max_hash_slot_num: 1000,
         max_index_num: 4000,
+        // The machine's disk must not decide: above 85 % a broker deletes unconsumed segments.
+        clean_file_forcibly_enable: false,
         ..BrokerConfig::default()
     };
     tweak(&mut base);

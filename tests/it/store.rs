@@ -20,6 +20,8 @@ pub fn config(dir: &std::path::Path, flush: FlushDiskType) -> StoreConfig {
         flush_disk_type: flush,
         flush_interval_commit_log: Duration::from_millis(20),
         flush_interval_consume_queue: Duration::from_millis(50),
+        // The machine's disk must not decide: above 85 % a store deletes unconsumed segments.
+        clean_file_forcibly_enable: false,
         ..StoreConfig::default()
     }
 }
