@@ -137,7 +137,13 @@ cleanup() {
   if [[ $KEEP_STORES == 0 ]]; then
     rm -rf "$RUN"/*/store 2>/dev/null || true
   fi
-  [[ $rc == 0 ]] || log "exit $rc; logs are in $RUN"
+  # The binary's copy (~100 MB with debug info) only had to stay the same during the run.
+  rm -f "$RUN/ferrocket"
+  if [[ $rc != 0 ]]; then
+    log "exit $rc; logs are in $RUN"
+  elif [[ $QUICK == 1 && $RESULTS == none ]]; then
+    rm -rf "$RUN" # a check run (CI): nothing in it is kept
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -473,7 +479,11 @@ if [[ -s "$NOTES" ]]; then
   sed 's/^/  - /' "$NOTES"
 fi
 [[ $RESULTS == none ]] || log "appended to $RESULTS"
-log "per-round JSON: $RESULTS_JSONL; logs: $RUN"
+if [[ $QUICK == 1 && $RESULTS == none && ! ($CHECK == 1 && $FAILED == 1) ]]; then
+  log "a check run: its directory $RUN is removed on exit (logs stay when it fails)"
+else
+  log "per-round JSON: $RESULTS_JSONL; logs: $RUN"
+fi
 if [[ $CHECK == 1 && $FAILED == 1 ]]; then
   log "FAILED (--check): see the notes above"
   exit 1
