@@ -13,6 +13,7 @@
 pub mod group;
 pub mod json;
 pub mod message;
+pub mod name;
 pub mod perm;
 mod topic;
 
