@@ -64,6 +64,7 @@ fn collect(weak: &Weak<BrokerInner>) {
     gauge(node, names::TOPIC_NUMBER, vec![], b.topics.snapshot().1.len() as f64);
     gauge(node, names::CONSUMER_GROUP_NUMBER, vec![], b.groups.all().len() as f64);
     gauge(node, names::BROKER_PERMISSION, vec![], f64::from(b.live.broker_permission()));
+    gauge(node, names::DISPATCH_SKIPPED, vec![], b.store.skipped_records() as f64);
     gauge(node, names::PRODUCER_CONNECTIONS, vec![], b.producers.connection_count() as f64);
     gauge(node, names::CONSUMER_CONNECTIONS, vec![], b.consumers.connection_count() as f64);
 

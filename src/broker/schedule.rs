@@ -164,7 +164,7 @@ async fn deliver_due(inner: &BrokerInner, level: i32) {
                 return;
             }
             let Some(real) = restore(&m) else {
-                warn!(level, offset = m.queue_offset, "scheduled message without REAL_TOPIC dropped");
+                warn!(level, offset = m.queue_offset, "scheduled message without a legal REAL_TOPIC dropped");
                 offset = m.queue_offset + 1;
                 continue;
             };
@@ -180,11 +180,13 @@ async fn deliver_due(inner: &BrokerInner, level: i32) {
     }
 }
 
-/// The message as it goes back to its real topic and queue, without DELAY (`messageTimeup`).
+/// The message as it goes back to its real topic and queue, without DELAY (`messageTimeup`);
+/// `None` without a real topic the store could hold (the send that delayed it checked it, so
+/// only a record shipped by a master or written by another build lacks one).
 fn restore(m: &message::StoredMessage) -> Option<MessageToStore> {
     let mut props = message::parse_properties(&m.properties);
-    let topic = props.get(property::REAL_TOPIC)?.clone();
-    let queue_id = props.get(property::REAL_QID).and_then(|q| q.parse().ok()).unwrap_or(0);
+    let topic = props.get(property::REAL_TOPIC).filter(|t| crate::model::name::is_path_component(t))?.clone();
+    let queue_id = props.get(property::REAL_QID).and_then(|q| q.parse().ok()).filter(|q: &i32| *q >= 0).unwrap_or(0);
     props.remove(property::DELAY);
     let properties = message::map_to_properties(&props);
     Some(m.to_store(topic, queue_id, properties))

@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 use super::mapped_file::MappedSlice;
 use super::mapped_file_queue::MappedFileQueue;
 use super::StoreError;
+use crate::model::name::{is_path_component, shown};
 
 pub const CQ_UNIT_SIZE: usize = 20;
 const BLANK_SIZE: i32 = i32::MAX;
@@ -342,6 +343,10 @@ impl ConsumeQueueTable {
         if let Some(q) = self.get(topic, queue_id) {
             return Ok(q);
         }
+        // The last line of defence: no name from a record becomes a path outside the root.
+        if !is_path_component(topic) || queue_id < 0 {
+            return Err(StoreError::IllegalTopic(format!("{}/{queue_id}", shown(topic))));
+        }
         let mut map = self.queues.write().unwrap_or_else(|e| e.into_inner());
         let topic_queues = map.entry(topic.to_owned()).or_default();
         if let Some(q) = topic_queues.get(&queue_id) {
@@ -358,6 +363,9 @@ impl ConsumeQueueTable {
 
     /// Removes a topic's queues and their files (topic deletion).
     pub fn remove_topic(&self, topic: &str) -> Result<(), StoreError> {
+        if !is_path_component(topic) {
+            return Err(StoreError::IllegalTopic(shown(topic)));
+        }
         let removed = self.queues.write().unwrap_or_else(|e| e.into_inner()).remove(topic).unwrap_or_default();
         for q in removed.into_values() {
             q.destroy()?;

@@ -6,13 +6,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::error;
+use tracing::{error, warn};
 
 use super::commit_log::record::{self, DispatchRequest, RecordCheck};
 use super::consume_queue::{ConsumeQueue, CqUnit};
 use super::state::Inner;
 use super::StoreError;
 use crate::model::message::{self, sys_flag};
+use crate::model::name::{is_path_component, shown};
 
 /// Applies one record to the ConsumeQueue and the index.
 pub fn dispatch(inner: &Inner, d: &DispatchRequest) -> Result<(), StoreError> {
@@ -65,6 +66,12 @@ impl Round {
 /// round's end. A prepared or rolled-back transaction message reaches no queue but is announced
 /// like the others (Java's listener filters nothing either).
 fn dispatch_in(inner: &Inner, d: &DispatchRequest, round: &mut Round) -> Result<(), StoreError> {
+    // A topic no queue can be made for (shipped by a master, or written by an older build): the
+    // record stays in the CommitLog, reaches no queue and no index, and the dispatcher goes on.
+    if !is_path_component(&d.topic) || d.queue_id < 0 {
+        skip(inner, d, &StoreError::IllegalTopic(format!("{}/{}", shown(&d.topic), d.queue_id)));
+        return Ok(());
+    }
     let entry = round.entry(&d.topic, d.queue_id);
     let tx = sys_flag::transaction_type(d.sys_flag);
     if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT {
@@ -83,6 +90,27 @@ fn dispatch_in(inner: &Inner, d: &DispatchRequest, round: &mut Round) -> Result<
     inner.last_dispatched_timestamp.fetch_max(d.store_timestamp, Ordering::Relaxed);
     Ok(())
 }
+
+/// Counts a record the dispatcher leaves out of the queues and says so: each of the first
+/// [`SKIPS_LOGGED`] in full, then every 1000th (a flood of them must not flood the log).
+fn skip(inner: &Inner, d: &DispatchRequest, why: &StoreError) {
+    let n = inner.skipped_records.fetch_add(1, Ordering::Relaxed) + 1;
+    if n <= SKIPS_LOGGED || n.is_multiple_of(1000) {
+        warn!(
+            offset = d.commit_log_offset,
+            size = d.size,
+            skipped = n,
+            error = %why,
+            "CommitLog record left out of the consume queues; it stays in the CommitLog"
+        );
+    }
+}
+
+const SKIPS_LOGGED: u64 = 100;
+
+/// How often the dispatcher tries one record whose dispatch fails (Java's
+/// `putMessagePositionInfoWrapper` tries 30 times, a second apart) before it leaves it out.
+const DISPATCH_TRIES: u32 = if cfg!(test) { 3 } else { 30 };
 
 /// The topic holding delayed messages, one queue per delay level.
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -104,6 +132,8 @@ const NAP: Duration = Duration::from_millis(1);
 /// The dispatcher thread's body; returns when the store stops.
 pub fn run(inner: &Inner) {
     let mut just_worked = false;
+    // The offset whose dispatch failed last, and how often in a row.
+    let mut failing = (u64::MAX, 0u32);
     while inner.is_running() {
         let end = inner.confirm_offset();
         let from = inner.reput_from.load(Ordering::Acquire);
@@ -135,10 +165,32 @@ pub fn run(inner: &Inner) {
                 inner.wait_for_dispatch_work(Duration::from_millis(10), || inner.confirm_offset() > end)
             }
             Err(e) => {
-                error!(error = %e, offset = from, "dispatch failed; retrying in 1 s");
+                let at = inner.reput_from.load(Ordering::Acquire);
+                failing = if failing.0 == at { (at, failing.1 + 1) } else { (at, 1) };
+                if failing.1 >= DISPATCH_TRIES && skip_record_at(inner, at, &e) {
+                    failing = (u64::MAX, 0);
+                    continue;
+                }
+                error!(error = %e, offset = at, tries = failing.1, "dispatch failed; retrying in 1 s");
                 inner.sleep_while_running(Duration::from_secs(1));
             }
         }
+    }
+}
+
+/// Leaves the whole record at `at` out of the queues after its dispatch failed
+/// [`DISPATCH_TRIES`] times; false when there is no whole record there (damage is not skipped:
+/// its size cannot be trusted).
+fn skip_record_at(inner: &Inner, at: u64, why: &StoreError) -> bool {
+    let Some(f) = inner.commit_log.files().find(at) else { return false };
+    let Some(data) = f.slice_from((at - f.file_from_offset()) as usize) else { return false };
+    match record::check(&data, false) {
+        RecordCheck::Record(d) if d.size > 0 => {
+            skip(inner, &d, why);
+            inner.reput_from.store(at + d.size as u64, Ordering::Release);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -218,4 +270,56 @@ fn reput_in(inner: &Inner, mut from: u64, end: u64, round: &mut Round) -> Result
         }
     }
     Ok(Reput::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::model::message::MessageToStore;
+    use crate::store::{FlushDiskType, MessageStore, StoreConfig};
+
+    fn msg(topic: &str) -> MessageToStore {
+        MessageToStore {
+            topic: topic.into(),
+            queue_id: 0,
+            flag: 0,
+            body: bytes::Bytes::from_static(b"m"),
+            tags_code: 0,
+            properties: String::new(),
+            born_timestamp: 1,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            sys_flag: 0,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+
+    /// A record whose queue cannot be made (a file stands where its directory goes) is tried
+    /// DISPATCH_TRIES times, then left out; the records after it reach their queues.
+    #[tokio::test]
+    async fn a_record_whose_queue_cannot_be_made_is_left_out_after_its_tries() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            store_path_root_dir: dir.path().to_owned(),
+            mapped_file_size_commit_log: 64 * 1024,
+            mapped_file_size_consume_queue: 20 * 100,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            clean_file_forcibly_enable: false,
+            ..StoreConfig::default()
+        };
+        let store = MessageStore::open(config).unwrap();
+        std::fs::write(dir.path().join("consumequeue").join("CLASH"), b"not a directory").unwrap();
+        assert!(store.put_messages(&[msg("CLASH")], true).await.is_ok());
+        assert!(store.put_messages(&[msg("AFTER")], true).await.is_ok());
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while store.max_offset_in_queue("AFTER", 0) < 1 {
+            assert!(std::time::Instant::now() < deadline, "the dispatcher stayed on the failing record");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(store.skipped_records(), 1);
+        assert_eq!(store.max_offset_in_queue("CLASH", 0), 0);
+        store.shutdown().unwrap();
+    }
 }

@@ -88,6 +88,7 @@ impl MessageStore {
             checkpoint,
             group_commit: GroupCommit::default(),
             reput_from: AtomicU64::new(0),
+            skipped_records: AtomicU64::new(0),
             last_dispatched_timestamp: AtomicI64::new(0),
             disk_full: AtomicBool::new(false),
             running: AtomicBool::new(true),
@@ -253,10 +254,13 @@ impl MessageStore {
             if m.properties.len() > i16::MAX as usize {
                 return Err(PutStatus::PropertiesSizeExceeded);
             }
-            if m.topic.is_empty() || m.topic.len() > 255 {
+            // Every door checks names where they enter; this is the last line of defence: a
+            // record's topic becomes a directory below the store's root.
+            if !crate::model::name::is_path_component(&m.topic) || m.queue_id < 0 {
                 return Err(PutStatus::MessageIllegal(format!(
-                    "topic length {} is not within 1..=255 bytes",
-                    m.topic.len()
+                    "topic {}/{} is not a queue this store can hold (1..=255 bytes, one path component)",
+                    crate::model::name::shown(&m.topic),
+                    m.queue_id
                 )));
             }
         }
@@ -303,6 +307,12 @@ impl MessageStore {
     }
 
     /// CommitLog offset up to which messages are dispatched to ConsumeQueues.
+    /// Records the dispatcher left out of the consume queues: a topic no queue can be made for,
+    /// or a dispatch that kept failing (Java's 30 tries).
+    pub fn skipped_records(&self) -> u64 {
+        self.inner.skipped_records.load(Ordering::Relaxed)
+    }
+
     pub fn dispatched_offset(&self) -> u64 {
         self.inner.reput_from.load(Ordering::Acquire)
     }

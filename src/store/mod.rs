@@ -60,6 +60,9 @@ pub enum StoreError {
     MessageIllegal(String),
     #[error("store is shut down")]
     ShutDown,
+    /// A topic that is not one directory entry below the store's root (`model::name`).
+    #[error("illegal topic name {0:?}: not a single path component")]
+    IllegalTopic(String),
 }
 
 impl StoreError {

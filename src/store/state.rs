@@ -41,6 +41,8 @@ pub struct Inner {
     pub(super) checkpoint: Checkpoint,
     pub(super) group_commit: GroupCommit,
     pub(super) reput_from: AtomicU64,
+    /// Records the dispatcher left out of the consume queues (`dispatch::skip`).
+    pub(super) skipped_records: AtomicU64,
     pub(super) last_dispatched_timestamp: AtomicI64,
     pub(super) disk_full: AtomicBool,
     pub(super) running: AtomicBool,

@@ -41,6 +41,9 @@ pub const GROUP_COMMIT_BATCH: &str = "ferrocket_group_commit_batch_size";
 pub const FLUSH_LATENCY: &str = "ferrocket_flush_latency_seconds";
 /// Remoting connections open (client and VIP ports).
 pub const CONNECTIONS: &str = "ferrocket_connections";
+/// CommitLog records the dispatcher left out of the consume queues (an illegal topic, or a
+/// dispatch that failed 30 times in a row).
+pub const DISPATCH_SKIPPED: &str = "ferrocket_dispatch_skipped_records";
 /// Pulls parked for long polling.
 pub const HELD_PULLS: &str = "ferrocket_held_pulls";
 /// Bytes of CommitLog a slave has not yet acknowledged (master), or not yet received (slave).

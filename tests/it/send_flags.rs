@@ -67,6 +67,20 @@ async fn the_batch_flag_decides_whatever_the_request_code() {
     wait_max_offset(&c, &b.addr, "BF2", 0, 32).await;
     assert_eq!(pulled(&c, &b.addr, "BF2", 0).await, expected);
 
+    // The C++ client 2.x writes the flag as "1" (Java reads that as false and stores one garbled
+    // message); ferrocket reads it as the true it means, for either header.
+    let mut one = send("BF5", 0, &[], "A").with_body(batch_body(32));
+    one.ext_fields.insert("m".into(), "1".into());
+    let r = call_addr(&c, &b.addr, one).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    wait_max_offset(&c, &b.addr, "BF5", 0, 32).await;
+    assert_eq!(pulled(&c, &b.addr, "BF5", 0).await, expected);
+    let mut one_v1 = send_v1("BF6", false).with_body(batch_body(32));
+    one_v1.ext_fields.insert("batch".into(), "1".into());
+    assert_eq!(call_addr(&c, &b.addr, one_v1).await.response_code(), ResponseCode::SUCCESS);
+    wait_max_offset(&c, &b.addr, "BF6", 0, 32).await;
+    assert_eq!(pulled(&c, &b.addr, "BF6", 0).await, expected);
+
     // SEND_MESSAGE with batch=true.
     let r = call_addr(&c, &b.addr, send_v1("BF1", true).with_body(batch_body(32))).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::send::validate_topic;
 use super::{fail, ok, BrokerError, Handled};
 use crate::broker::BrokerInner;
 use crate::model::group::SubscriptionGroupConfig;
@@ -41,7 +40,7 @@ pub(crate) fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
 
 pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = CreateTopicRequestHeader::decode(&req.ext_fields)?;
-    validate_topic(&h.topic)?;
+    super::check_topic(&h.topic)?;
     if is_system_topic(b, &h.topic) {
         return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
     }
@@ -86,6 +85,14 @@ fn parse_attributes(s: Option<&str>) -> BTreeMap<String, String> {
 
 pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = TopicHeader::decode(&req.ext_fields)?;
+    // The store removes `consumequeue/<topic>`: a name like ".." would be the whole store. Not
+    // the full topic rules: a topic the Kafka door made ("a.b") can still be deleted.
+    if !crate::model::name::is_path_component(&h.topic) {
+        return Err(BrokerError::InvalidParameter(format!(
+            "The specified topic[{}] is not a topic name",
+            crate::model::name::shown(&h.topic)
+        )));
+    }
     if is_system_topic(b, &h.topic) {
         return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
     }
@@ -121,9 +128,7 @@ pub async fn update_and_create_subscriptiongroup(b: &Arc<BrokerInner>, req: &Rem
     let g: SubscriptionGroupConfig = json::from_slice(&req.body).map_err(|e| {
         BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid SubscriptionGroupConfig body: {e}"))
     })?;
-    if g.group_name.is_empty() {
-        return Err(BrokerError::InvalidParameter("groupName is empty".into()));
-    }
+    super::check_group(&g.group_name)?;
     b.groups.update(g);
     b.persist_groups().await;
     Ok(Some(ok(req)))

@@ -25,6 +25,7 @@ use crate::remoting::Connection;
 
 pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
     let hb = HeartbeatData::parse(&req.body).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e))?;
+    check_names(&hb)?;
     let channel = ClientChannel {
         conn: conn.clone(),
         client_id: hb.client_id.clone(),
@@ -70,6 +71,25 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
     // Heartbeat v2 (5.x): the client may then send only its fingerprint while nothing changes.
     let resp = ok(req).with_ext("IS_SUPPORT_HEART_BEAT_V2", "true").with_ext("IS_SUB_CHANGE", sub_change.to_string());
     Ok(Some(resp))
+}
+
+/// A consumer group is made a subscription group and a `%RETRY%<group>` topic: its name follows
+/// the group rules. Subscribed topics need only be names (a topic the Kafka door made may hold
+/// '.'); producer groups live in memory, with their connection.
+fn check_names(hb: &HeartbeatData) -> Result<(), BrokerError> {
+    for c in &hb.consumer_data_set {
+        super::check_group(&c.group_name)?;
+        for s in &c.subscription_data_set {
+            if !crate::model::name::is_path_component(&s.topic) {
+                return Err(BrokerError::InvalidParameter(format!(
+                    "The subscribed topic[{}] of group {} is not a topic name",
+                    crate::model::name::shown(&s.topic),
+                    c.group_name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub async fn unregister_client(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
@@ -119,6 +139,11 @@ pub fn query_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled 
 
 pub fn update_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = UpdateConsumerOffsetRequestHeader::decode(&req.ext_fields)?;
+    // Offsets are kept as `topic@group`: neither name may hold the separator.
+    super::check_group(&h.consumer_group)?;
+    if h.topic.contains('@') {
+        super::check_topic(&h.topic)?;
+    }
     if !b.groups.contains(&h.consumer_group) {
         return fail(
             ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -160,6 +185,7 @@ pub fn get_earliest_msg_storetime(b: &BrokerInner, req: &RemotingCommand) -> Han
 pub fn lock_batch_mq(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let body: LockBatchRequestBody = json::from_slice(&req.body)
         .map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, format!("invalid LockBatchRequestBody: {e}")))?;
+    super::check_group(&body.consumer_group)?;
     let locked = b.locks.try_lock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
     Ok(Some(ok(req).with_body(to_vec(&LockBatchResponseBody { lock_ok_mq_set: locked }))))
 }

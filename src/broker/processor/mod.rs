@@ -44,6 +44,17 @@ impl BrokerError {
     }
 }
 
+/// A topic name from a request, checked where it enters (`model::name`, Java's
+/// `TopicValidator`): INVALID_PARAMETER (SYSTEM_ERROR for clients before 5.0) naming the rule.
+pub(crate) fn check_topic(topic: &str) -> Result<(), BrokerError> {
+    crate::model::name::check_topic(topic).map_err(|e| BrokerError::InvalidParameter(e.to_string()))
+}
+
+/// A group name from a request, checked where it enters (`model::name`).
+pub(crate) fn check_group(group: &str) -> Result<(), BrokerError> {
+    crate::model::name::check_group(group).map_err(|e| BrokerError::InvalidParameter(e.to_string()))
+}
+
 pub(crate) fn fail<T>(code: ResponseCode, remark: impl Into<String>) -> Result<T, BrokerError> {
     Err(BrokerError::Code(code, remark.into()))
 }

@@ -194,6 +194,8 @@ async fn check(
             format!("the broker[{}] pulling message is forbidden", b.config.broker_name),
         );
     }
+    // A pull may create its group (autoCreateSubscriptionGroup): the group rules apply.
+    super::check_group(&h.consumer_group)?;
     let Some((group, created)) = b.groups.find_or_create(&h.consumer_group) else {
         return fail(
             ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,

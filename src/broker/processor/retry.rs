@@ -16,6 +16,8 @@ use crate::protocol::{RemotingCommand, ResponseCode};
 
 pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = ConsumerSendMsgBackRequestHeader::decode(&req.ext_fields)?;
+    // The group names `%RETRY%<group>` and `%DLQ%<group>`, directories of the store.
+    super::check_group(&h.group)?;
     let Some((group, created)) = b.groups.find_or_create(&h.group) else {
         return fail(ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group not exist, {}", h.group));
     };

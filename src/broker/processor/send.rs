@@ -30,8 +30,10 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         _ => SendMessageRequestHeaderV2::decode(&req.ext_fields)?.into(),
     };
     // Java decides from the header's `batch` flag (`m` in V2), whatever the request code: the C++
-    // client sends batches as SEND_MESSAGE_V2 with m=true.
-    let batch = h.batch == Some(true);
+    // client sends batches as SEND_MESSAGE_V2 with the flag set. Its 2.x releases write the flag
+    // as "1", which Java's `Boolean.parseBoolean` reads as false (it then stores the whole batch
+    // body as one garbled message); ferrocket reads "1" as the true it means.
+    let batch = h.batch == Some(true) || batch_flag_is_one(req);
     if b.config.is_slave() {
         return fail(ResponseCode::SERVICE_NOT_AVAILABLE, "message store is in slave mode, so putMessage is forbidden");
     }
@@ -187,7 +189,7 @@ async fn check_topic(
             format!("the broker[{}] sending message is forbidden", b.config.broker_name),
         );
     }
-    validate_topic(&h.topic)?;
+    super::check_topic(&h.topic)?;
     if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
         return fail(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
     }
@@ -235,26 +237,6 @@ async fn check_topic(
         )));
     }
     Ok(tc)
-}
-
-/// `TopicValidator.validateTopic`: `^[%|a-zA-Z0-9_-]+$`, at most 127 characters (255 for retry
-/// and DLQ topics).
-pub fn validate_topic(topic: &str) -> Result<(), BrokerError> {
-    if topic.is_empty() {
-        return Err(BrokerError::InvalidParameter("The specified topic is blank.".into()));
-    }
-    if !topic.bytes().all(|c| c.is_ascii_alphanumeric() || b"%|_-".contains(&c)) {
-        return Err(BrokerError::InvalidParameter(format!(
-            "The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-        )));
-    }
-    let max = if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with("%DLQ%") { 255 } else { 127 };
-    if topic.len() > max {
-        return Err(BrokerError::InvalidParameter(format!(
-            "The specified topic is longer than topic max length {max}."
-        )));
-    }
-    Ok(())
 }
 
 /// `handleRetryAndDLQ`: a retried message past its group's maximum goes to `%DLQ%<group>`.
@@ -334,6 +316,12 @@ fn build_messages(
             convert::message_to_store(h, topic, queue_id, e.body, props, e.flag, sys, conn.peer(), b.store_host)
         })
         .collect())
+}
+
+/// The batch flag written as the C++ client 2.x writes it: `"m":"1"` (V2) or `"batch":"1"`.
+fn batch_flag_is_one(req: &RemotingCommand) -> bool {
+    let key = if req.request_code() == RequestCode::SEND_MESSAGE { "batch" } else { "m" };
+    req.ext_fields.get(key).is_some_and(|v| v.trim() == "1")
 }
 
 /// Java's `Boolean.parseBoolean`: only a case-insensitive "true" is true.

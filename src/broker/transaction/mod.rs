@@ -57,10 +57,14 @@ fn copy_of(
     m.to_store(topic.to_owned(), queue_id, message::map_to_properties(props))
 }
 
-/// The real topic and queue of a half message.
+/// The real topic and queue of a half message; `None` without ones the store could hold.
 pub fn real_queue(half: &StoredMessage) -> Option<(String, i32)> {
-    let topic = message::property_value(&half.properties, property::REAL_TOPIC)?.to_owned();
-    let queue_id = message::property_value(&half.properties, property::REAL_QID).and_then(|q| q.parse().ok())?;
+    let topic = message::property_value(&half.properties, property::REAL_TOPIC)
+        .filter(|t| crate::model::name::is_path_component(t))?
+        .to_owned();
+    let queue_id = message::property_value(&half.properties, property::REAL_QID)
+        .and_then(|q| q.parse().ok())
+        .filter(|q: &i32| *q >= 0)?;
     Some((topic, queue_id))
 }
 
