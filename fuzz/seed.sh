@@ -23,3 +23,4 @@ seed register_body seeds/register_body/*.hex
 seed batch_body seeds/batch_body/*.hex
 seed ha_wire seeds/ha_wire/*.hex
 seed sql92 seeds/sql92/*.hex
+seed broker_requests seeds/broker_requests/*.hex

@@ -139,11 +139,9 @@ pub fn query_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled 
 
 pub fn update_consumer_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = UpdateConsumerOffsetRequestHeader::decode(&req.ext_fields)?;
-    // Offsets are kept as `topic@group`: neither name may hold the separator.
+    // Offsets are kept as `topic@group`: the group may not hold the separator (the topic must
+    // exist, and no door creates one with it).
     super::check_group(&h.consumer_group)?;
-    if h.topic.contains('@') {
-        super::check_topic(&h.topic)?;
-    }
     if !b.groups.contains(&h.consumer_group) {
         return fail(
             ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
