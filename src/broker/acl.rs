@@ -58,7 +58,9 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
             }
         }
         RequestCode::CONSUMER_SEND_MSG_BACK => add(group("group"), SUB),
-        RequestCode::PULL_MESSAGE => {
+        // Java's ACL 1.0 (`PlainAccessResource.parse`) has no case for LITE_PULL_MESSAGE, so a
+        // lite pull needed no permission at all; it is checked like the pull it is (as 5.x ACL 2.0).
+        RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => {
             add(get("topic").map(str::to_owned), SUB);
             add(group("consumerGroup"), SUB);
         }
