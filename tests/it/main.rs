@@ -11,6 +11,7 @@ mod crash;
 mod golden;
 mod ha;
 mod hostile_acl;
+mod hostile_ha;
 mod java_config;
 mod kafka;
 mod layering;
