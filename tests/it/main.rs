@@ -12,6 +12,7 @@ mod golden;
 mod ha;
 mod hostile_acl;
 mod hostile_ha;
+mod hostile_metrics;
 mod java_config;
 mod kafka;
 mod layering;
