@@ -1,7 +1,7 @@
 //! ACL against hostile clients (issue #25, point 2): a signed non-admin account cannot switch
 //! ACL off with UPDATE_GLOBAL_WHITE_ADDRS_CONFIG; `aclFileFullPath` names a loaded ACL file or
 //! nothing is written; LITE_PULL_MESSAGE is checked like PULL_MESSAGE; no secret key reaches a
-//! log line.
+//! log line; ACL and a Kafka listener (which checks no ACL) do not start together.
 
 use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
@@ -221,4 +221,22 @@ async fn no_secret_key_reaches_a_log_line() {
     assert!(text.contains("updateAclConfig refused"), "the refusals were logged (the test looks at real lines)");
     let leaked: Vec<&str> = text.lines().filter(|l| l.contains(SECRET)).collect();
     assert!(leaked.is_empty(), "secret key in the log: {leaked:#?}");
+}
+
+/// Reproduced on `main` before the fix: the configuration was accepted, and the Kafka listener
+/// (which checks no ACL) served every topic to anybody while the RocketMQ ports demanded keys.
+#[tokio::test]
+async fn acl_with_a_kafka_listener_refuses_to_start_naming_the_key() {
+    let config = ferrocket::broker::BrokerConfig {
+        acl_enable: true,
+        rocketmq_home: "/tmp".into(),
+        kafka_listen_port: 9092,
+        ..Default::default()
+    };
+    let err = config.validate().unwrap_err().to_string();
+    assert!(err.contains("kafkaListenPort") && err.contains("aclEnable"), "{err}");
+    let slave = ferrocket::broker::BrokerConfig { broker_role: "SLAVE".into(), broker_id: 1, ..config.clone() };
+    assert!(slave.validate().is_ok(), "a slave opens no Kafka listener");
+    let no_kafka = ferrocket::broker::BrokerConfig { kafka_listen_port: 0, ..config };
+    assert!(no_kafka.validate().is_ok());
 }
