@@ -2,7 +2,9 @@
 //! as Java's server RPC hook does, and the ACL admin requests mqadmin sends are served here.
 //!
 //! ```text
-//! request -> access_request (the resources each code touches, as 5.x PlainAccessResource.parse)
+//! request -> access_request (the resources each code touches, as 5.x PlainAccessResource.parse,
+//!            plus LITE_PULL_MESSAGE, and the topic of the record VIEW_MESSAGE_BY_ID and
+//!            CONSUMER_SEND_MSG_BACK read by offset)
 //!         -> Acl::validate -> refused: SYSTEM_ERROR "org.apache.rocketmq.acl.common.AclException: <why>"
 //! UPDATE_AND_CREATE_ACL_CONFIG (50)  -> 209 UPDATE_AND_CREATE_ACL_CONFIG_FAILED on failure
 //! DELETE_ACL_CONFIG (51)             -> 210 DELETE_ACL_CONFIG_FAILED
@@ -30,12 +32,21 @@ use crate::protocol::header::acl::{
 use crate::protocol::header::CommandHeader;
 use crate::protocol::version::V4_9_3;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::store::MessageStore;
 
 /// How often the files are checked for changes (`AclFileWatchService.WATCH_INTERVAL`).
 const WATCH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What `req` asks for, as the validator sees it. `Err` is why it cannot even be read.
-pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessRequest<'_>, String> {
+/// `topic_at` is the topic of the record at a CommitLog offset: VIEW_MESSAGE_BY_ID and
+/// CONSUMER_SEND_MSG_BACK read a record by its offset, whatever its topic, so (unlike Java) they
+/// need SUB on that topic too; offset ids are sequential, and without it an account could read
+/// the whole CommitLog.
+pub fn access_request<'a>(
+    req: &'a RemotingCommand,
+    peer: SocketAddr,
+    topic_at: &dyn Fn(i64) -> Option<String>,
+) -> Result<AccessRequest<'a>, String> {
     let ext = &req.ext_fields;
     let get = |k: &str| ext.get(k).map(String::as_str);
     let mut resources: Vec<(String, u8)> = Vec::new();
@@ -57,7 +68,13 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
                 add(Some(t.to_owned()), topic_perm(t));
             }
         }
-        RequestCode::CONSUMER_SEND_MSG_BACK => add(group("group"), SUB),
+        RequestCode::CONSUMER_SEND_MSG_BACK => {
+            add(group("group"), SUB);
+            add(get("offset").and_then(|o| o.trim().parse().ok()).and_then(topic_at), SUB);
+        }
+        RequestCode::VIEW_MESSAGE_BY_ID => {
+            add(get("offset").and_then(|o| o.trim().parse().ok()).and_then(topic_at), SUB)
+        }
         // Java's ACL 1.0 (`PlainAccessResource.parse`) has no case for LITE_PULL_MESSAGE, so a
         // lite pull needed no permission at all; it is checked like the pull it is (as 5.x ACL 2.0).
         RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => {
@@ -100,8 +117,14 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
 
 /// The hook: `None` when `req` may be handled, else the response refusing it (`Some(None)` for a
 /// oneway request, which is refused without an answer).
-pub fn check(acl: &Acl, req: &RemotingCommand, peer: SocketAddr) -> Option<Option<RemotingCommand>> {
-    let why = match access_request(req, peer) {
+pub fn check(
+    acl: &Acl,
+    store: &MessageStore,
+    req: &RemotingCommand,
+    peer: SocketAddr,
+) -> Option<Option<RemotingCommand>> {
+    let topic_at = |offset: i64| store.lookup_message(offset).map(|m| m.topic);
+    let why = match access_request(req, peer, &topic_at) {
         Ok(access) => acl.validate(&access).err()?,
         Err(e) => e,
     };

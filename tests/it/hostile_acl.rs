@@ -240,3 +240,45 @@ async fn acl_with_a_kafka_listener_refuses_to_start_naming_the_key() {
     let no_kafka = ferrocket::broker::BrokerConfig { kafka_listen_port: 0, ..config };
     assert!(no_kafka.validate().is_ok());
 }
+
+/// The CommitLog offset of the message a send stored (its offset message id).
+fn stored_at(r: &RemotingCommand) -> String {
+    let (_, offset) = ferrocket::model::message::decode_offset_msg_id(&r.ext_fields["msgId"]).unwrap();
+    offset.to_string()
+}
+
+/// Reproduced on `main` before the fix: an account denied `secretTopic` read its message with
+/// VIEW_MESSAGE_BY_ID (SUCCESS, the record in the body), and copied it into its own group's
+/// retry topic with CONSUMER_SEND_MSG_BACK (SUCCESS), from where it could pull it. Java's ACL
+/// checks neither against the record's topic (offset ids are sequential: the whole CommitLog).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_a_record_by_its_offset_needs_permission_on_its_topic() {
+    let (root, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b, _home) = acl_broker(root.path(), store.path()).await;
+    let c = client();
+    let secret = call_addr(&c, &b.addr, admin(send("secretTopic", 0, b"private", "A"))).await;
+    assert_eq!(secret.response_code(), ResponseCode::SUCCESS, "{:?}", secret.remark);
+    let mine = call_addr(&c, &b.addr, sign(send("allowed", 0, b"mine", "A"), "RocketMQ", "12345678")).await;
+    assert_eq!(mine.response_code(), ResponseCode::SUCCESS, "{:?}", mine.remark);
+
+    let view = |offset: &str| request(RequestCode::VIEW_MESSAGE_BY_ID, &[("offset", offset)]);
+    let r = call_addr(&c, &b.addr, sign(view(&stored_at(&secret)), "RocketMQ", "12345678")).await;
+    refused(&r, "No default permission for topic:secretTopic");
+    assert!(!String::from_utf8_lossy(&r.body).contains("private"));
+    let r = call_addr(&c, &b.addr, sign(view(&stored_at(&mine)), "RocketMQ", "12345678")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "its own topic: {:?}", r.remark);
+    let r = call_addr(&c, &b.addr, admin(view(&stored_at(&secret)))).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "the admin: {:?}", r.remark);
+
+    let back = |offset: &str| {
+        request(
+            RequestCode::CONSUMER_SEND_MSG_BACK,
+            &[("offset", offset), ("group", "G1"), ("delayLevel", "0"), ("unitMode", "false")],
+        )
+    };
+    let r = call_addr(&c, &b.addr, sign(back(&stored_at(&secret)), "RocketMQ", "12345678")).await;
+    refused(&r, "No default permission for topic:secretTopic");
+    let r = call_addr(&c, &b.addr, sign(back(&stored_at(&mine)), "RocketMQ", "12345678")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "a message of its own topic: {:?}", r.remark);
+    b.stop().await;
+}
