@@ -282,3 +282,47 @@ async fn reading_a_record_by_its_offset_needs_permission_on_its_topic() {
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "a message of its own topic: {:?}", r.remark);
     b.stop().await;
 }
+
+/// A transactional half message bound for `topic` (queue 1), from producer group PG.
+fn half(topic: &str) -> RemotingCommand {
+    let mut tx = send(topic, 1, b"tx body", "TagT");
+    let props = ferrocket::model::message::properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG")]);
+    tx.ext_fields.insert("i".into(), props);
+    tx.ext_fields.insert("g".into(), ferrocket::store::now_ms().to_string());
+    tx
+}
+
+fn end_transaction(half: &RemotingCommand) -> RemotingCommand {
+    request(
+        RequestCode::END_TRANSACTION,
+        &[
+            ("producerGroup", "PG"),
+            ("tranStateTableOffset", &half.ext_fields["queueOffset"]),
+            ("commitLogOffset", &stored_at(half)),
+            ("commitOrRollback", "8"),
+            ("msgId", &half.ext_fields["msgId"]),
+        ],
+    )
+}
+
+/// Reproduced on `main` before the fix: an account denied `secretTopic` committed another
+/// producer's half message into it (SUCCESS; it could as well roll it back): END_TRANSACTION
+/// named no resource. Now it needs PUB on the topic the half message is bound for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ending_a_transaction_needs_pub_on_the_topic_it_is_bound_for() {
+    let (root, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b, _home) = acl_broker(root.path(), store.path()).await;
+    let c = client();
+    let theirs = call_addr(&c, &b.addr, admin(half("secretTopic"))).await;
+    assert_eq!(theirs.response_code(), ResponseCode::SUCCESS, "{:?}", theirs.remark);
+    let r = call_addr(&c, &b.addr, sign(end_transaction(&theirs), "RocketMQ", "12345678")).await;
+    refused(&r, "No default permission for topic:secretTopic");
+
+    let mine = call_addr(&c, &b.addr, sign(half("allowed"), "RocketMQ", "12345678")).await;
+    assert_eq!(mine.response_code(), ResponseCode::SUCCESS, "{:?}", mine.remark);
+    let r = call_addr(&c, &b.addr, sign(end_transaction(&mine), "RocketMQ", "12345678")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "its own topic: {:?}", r.remark);
+    let r = call_addr(&c, &b.addr, admin(end_transaction(&theirs))).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "the owner: {:?}", r.remark);
+    b.stop().await;
+}
