@@ -8,7 +8,7 @@
 //!                  streaming starts at r (0: the start of the last CommitLog segment)
 //!                  credited: r
 //! later report r:  credited: min(r, end of the last frame written to this connection)
-//!                  (lower than before: credited lower; the slave lost bytes)
+//!                  (lower than the last one: credited as it is; the slave lost bytes)
 //! ```
 
 use std::collections::HashMap;
