@@ -14,7 +14,9 @@
 //!   - counter: 3                     timestamp: 1733212345678
 //! ```
 //! A file is read as YAML (the Java broker uses SnakeYAML) and written back whole, as Java's
-//! `AclUtils.writeDataObject` does, atomically (temp file + rename).
+//! `AclUtils.writeDataObject` does, atomically (temp file + rename). Only a file that still
+//! parses as the map above is edited (`Acl::edit_file` checks): one edited by hand into
+//! something else is refused, not replaced.
 
 use std::path::{Path, PathBuf};
 
@@ -103,15 +105,20 @@ pub struct FileData {
     pub version: Option<DataVersion>,
 }
 
-/// Reads a file as YAML; `Ok(None)` when it is missing or holds no document.
+/// Reads a file as YAML; `Ok(None)` when it is missing or holds no document (or `~`).
 pub fn read(path: &Path) -> Result<Option<Yaml>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read ACL file {}: {e}", path.display())),
     };
-    let docs = YamlLoader::load_from_str(&text).map_err(|e| format!("ACL file {} is not YAML: {e}", path.display()))?;
-    Ok(docs.into_iter().next().filter(|d| !matches!(d, Yaml::Null | Yaml::BadValue)))
+    let mut docs =
+        YamlLoader::load_from_str(&text).map_err(|e| format!("ACL file {} is not YAML: {e}", path.display()))?;
+    if docs.len() > 1 {
+        // Written back, the documents after the first would be lost.
+        return Err(format!("ACL file {} holds {} YAML documents; one map is expected", path.display(), docs.len()));
+    }
+    Ok(docs.pop().filter(|d| !matches!(d, Yaml::Null)))
 }
 
 /// The members of a file ferrocket reads; a member of the wrong shape is an error naming it.

@@ -18,6 +18,9 @@
 //!   PUB on RMQ_SYS_TRACE_TOPIC                              -> allowed
 //!   admin-only code, account not admin; a resource the account lacks -> refused
 //! ```
+//! Safer than Java (listed in the README's differences): UPDATE_GLOBAL_WHITE_ADDRS_CONFIG is
+//! admin-only, its `aclFileFullPath` must name a loaded ACL file, signatures are compared in
+//! constant time, and no secret key is printed (errors, `Debug`).
 //! The files are polled every 5 s (`AclFileWatchService`) and reloaded when their content changes;
 //! a file that fails to load leaves the previous tables in force.
 
@@ -29,7 +32,7 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine;
@@ -111,7 +114,10 @@ impl Acl {
         if account.white.matches(&req.host) {
             return Ok(());
         }
-        if req.signature != Some(signature(&account.secret_key, &req.signed_values, req.body).as_str()) {
+        let expected = signature(&account.secret_key, &req.signed_values, req.body);
+        // Constant time: how long the comparison takes says nothing about how close a guess was.
+        let given = req.signature.unwrap_or_default().as_bytes();
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(given, expected.as_bytes())) {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }
         let mut needed: Vec<(String, u8)> = Vec::with_capacity(req.resources.len());
@@ -142,12 +148,17 @@ impl Acl {
 
     /// Applies an edit to one file, writes it with its next version and reloads.
     /// `change` says whether it changed anything; nothing is written when it did not.
+    /// A file that is not a YAML map of the members ferrocket knows (edited by hand since it was
+    /// loaded) is refused and left as it is, never rewritten.
     fn edit_file(
         &self,
         path: &Path,
         change: impl FnOnce(&mut Option<yaml_rust2::Yaml>) -> bool,
     ) -> Result<bool, String> {
         let mut doc = file::read(path)?;
+        if let Some(d) = &doc {
+            file::parse(path, d).map_err(|e| format!("{e}; the file is left as it is"))?;
+        }
         if !change(&mut doc) {
             return Ok(false);
         }
@@ -187,24 +198,42 @@ impl Acl {
     }
 
     /// UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (`updateGlobalWhiteAddrsConfig`): into `file` (the default
-    /// file when empty), which must exist under `rocketmqHome`. `Ok(false)` as Java refuses.
+    /// file when empty), which must be one of the loaded ACL files ([`Self::loaded_file`]).
     pub fn update_global_white(&self, addrs: &[String], file: Option<&str>) -> Result<bool, String> {
-        let path = match file.map(str::trim).filter(|f| !f.is_empty()) {
-            Some(f) => PathBuf::from(f),
-            None => self.files.default_file.clone(),
-        };
-        if !path.is_file() || !path.starts_with(&self.files.home) {
-            warn!(file = %path.display(), home = %self.files.home.display(), "updateGlobalWhiteAddr refused: not an existing file under rocketmqHome");
-            return Ok(false);
-        }
         for a in addrs {
             AddressRule::parse(Some(a))?;
         }
         let _edit = self.edit.lock().unwrap_or_else(|e| e.into_inner());
+        let path = self.loaded_file(file)?;
         self.edit_file(&path, |doc| {
             file::set_global_white(doc, addrs);
             true
         })
+    }
+
+    /// The loaded ACL file `requested` names (the default file when it names none). Java accepts
+    /// any existing file whose name starts with `rocketmqHome` (`<home>/../x`, `broker.conf`);
+    /// here the path must be absolute, without `.` or `..`, and resolve (symbolic links
+    /// followed) to a file the ACL loaded.
+    fn loaded_file(&self, requested: Option<&str>) -> Result<PathBuf, String> {
+        let Some(requested) = requested.map(str::trim).filter(|f| !f.is_empty()) else {
+            return Ok(self.files.default_file.clone());
+        };
+        let refused = || {
+            format!(
+                "aclFileFullPath {requested} is not one of the ACL files this broker loaded ({} and *.yml, *.yaml under {})",
+                self.files.default_file.display(),
+                self.files.dir.display()
+            )
+        };
+        let path = Path::new(requested);
+        let plain =
+            path.components().all(|c| matches!(c, Component::RootDir | Component::Prefix(_) | Component::Normal(_)));
+        if !path.is_absolute() || !plain {
+            return Err(refused());
+        }
+        let real = path.canonicalize().map_err(|_| refused())?;
+        self.tables().files.iter().find(|f| f.canonicalize().is_ok_and(|c| c == real)).cloned().ok_or_else(refused)
     }
 
     /// The default file's version as JSON (`getAclConfigDataVersion`).

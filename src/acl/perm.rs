@@ -20,8 +20,10 @@ pub const SUB: u8 = 1 << 3;
 /// Request codes only an `admin` account may send (5.x `Permission.ADMIN_CODE`):
 /// UPDATE_AND_CREATE_TOPIC, UPDATE_BROKER_CONFIG, DELETE_TOPIC_IN_BROKER,
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, UPDATE_AND_CREATE_STATIC_TOPIC,
-/// UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO.
-pub const ADMIN_CODES: [i32; 9] = [17, 25, 215, 200, 207, 513, 50, 51, 52];
+/// UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO; and, unlike
+/// Java, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): Java lets any signed account set
+/// `globalWhiteRemoteAddresses: ["*"]`, which switches ACL off for everybody.
+pub const ADMIN_CODES: [i32; 10] = [17, 25, 215, 200, 207, 513, 50, 51, 52, 53];
 
 /// `Permission.parsePermFromString`.
 pub fn parse_perm(s: Option<&str>) -> u8 {
@@ -63,7 +65,7 @@ pub fn check_resource_perms(entries: &[String]) -> Result<(), String> {
 }
 
 /// An account's fields as written in the file (and in UPDATE_AND_CREATE_ACL_CONFIG).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct AccountConfig {
     pub access_key: Option<String>,
     pub secret_key: Option<String>,
@@ -76,7 +78,8 @@ pub struct AccountConfig {
 }
 
 impl AccountConfig {
-    /// `checkPlainAccessConfig`: both keys present and longer than 6 characters.
+    /// `checkPlainAccessConfig`: both keys present and longer than 6 characters. Java's message
+    /// prints the secret key; this one says only whether there is one (it is logged and answered).
     pub fn check_keys(&self) -> Result<(), String> {
         let ak = self.access_key.as_deref();
         let sk = self.secret_key.as_deref();
@@ -84,15 +87,34 @@ impl AccountConfig {
             return Err(format!(
                 "The accessKey={} and secretKey={} cannot be null and length should longer than 6",
                 ak.unwrap_or("null"),
-                sk.unwrap_or("null")
+                if sk.is_some() { REDACTED } else { "null" }
             ));
         }
         Ok(())
     }
 }
 
+/// What stands for a secret key wherever one would be printed.
+pub const REDACTED: &str = "<redacted>";
+
+/// Debug without the secret key, so that no `{:?}` can log it.
+impl std::fmt::Debug for AccountConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountConfig")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &self.secret_key.as_ref().map(|_| REDACTED))
+            .field("white_remote_address", &self.white_remote_address)
+            .field("admin", &self.admin)
+            .field("default_topic_perm", &self.default_topic_perm)
+            .field("default_group_perm", &self.default_group_perm)
+            .field("topic_perms", &self.topic_perms)
+            .field("group_perms", &self.group_perms)
+            .finish()
+    }
+}
+
 /// A loaded account, ready to check requests against.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Account {
     pub access_key: String,
     pub secret_key: String,
@@ -102,6 +124,21 @@ pub struct Account {
     pub default_group_perm: u8,
     /// Topic names and `%RETRY%group` names; `None` when the account lists neither.
     pub perms: Option<HashMap<String, u8>>,
+}
+
+/// Debug without the secret key.
+impl std::fmt::Debug for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &REDACTED)
+            .field("white", &self.white)
+            .field("admin", &self.admin)
+            .field("default_topic_perm", &self.default_topic_perm)
+            .field("default_group_perm", &self.default_group_perm)
+            .field("perms", &self.perms)
+            .finish()
+    }
 }
 
 impl Account {
@@ -217,13 +254,25 @@ mod tests {
     }
 
     #[test]
+    fn no_debug_form_prints_the_secret_key_and_53_needs_admin() {
+        let a = account(false, &[], &[]);
+        assert!(!format!("{a:?}").contains("12345678"), "{a:?}");
+        let cfg = AccountConfig { secret_key: Some("12345678".into()), ..Default::default() };
+        assert!(!format!("{cfg:?}").contains("12345678"), "{cfg:?}");
+        let global_white = a.check_perms(53, &[]).unwrap_err();
+        assert!(global_white.contains("Need admin permission for request code=53"), "{global_white}");
+    }
+
+    #[test]
     fn keys_and_entries_are_checked() {
         let short =
             AccountConfig { access_key: Some("abc".into()), secret_key: Some("12345678".into()), ..Default::default() };
         assert_eq!(
             Account::build(&short).unwrap_err(),
-            "The accessKey=abc and secretKey=12345678 cannot be null and length should longer than 6"
+            "The accessKey=abc and secretKey=<redacted> cannot be null and length should longer than 6"
         );
+        let none = AccountConfig { access_key: Some("abcdefgh".into()), ..Default::default() };
+        assert!(Account::build(&none).unwrap_err().contains("secretKey=null"));
         let bad = AccountConfig {
             access_key: Some("RocketMQ".into()),
             secret_key: Some("12345678".into()),

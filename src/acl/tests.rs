@@ -160,7 +160,12 @@ fn admin_edits_write_the_file_and_take_effect() {
     assert!(acl.update_global_white(&["127.0.0.*".into()], None).unwrap());
     let anonymous = AccessRequest { code: 17, host: "127.0.0.1".into(), ..Default::default() };
     assert_eq!(acl.validate(&anonymous), Ok(()));
-    assert!(!acl.update_global_white(&["1.1.1.1".into()], Some("/etc/passwd")).unwrap(), "outside rocketmqHome");
+    let outside = acl.update_global_white(&["1.1.1.1".into()], Some("/etc/passwd")).unwrap_err();
+    assert!(outside.contains("is not one of the ACL files"), "{outside}");
+    let default_file = dir.path().join("conf/plain_acl.yml").display().to_string();
+    assert!(acl.update_global_white(&["127.0.0.*".into()], Some(&default_file)).unwrap());
+    let dotted = dir.path().join("conf/../conf/plain_acl.yml").display().to_string();
+    assert!(acl.update_global_white(&["1.1.1.1".into()], Some(&dotted)).is_err(), "no `..`, even inside");
     assert!(acl.all_versions_json().contains("plain_acl.yml\":{\"counter\":"), "{}", acl.all_versions_json());
 }
 
@@ -199,4 +204,25 @@ fn a_missing_file_is_created_and_a_bad_one_refuses_to_open() {
     assert!(err.contains("plain_acl.yml") && err.contains("10.10.300.*"), "{err}");
     let bad = home("accounts: [ {accessKey: RocketMQ, secretKey: 12345678, topicPerms: [topicA]} ]\n");
     assert!(Acl::open(bad.path()).err().unwrap().contains("topic:topicA"));
+}
+
+#[test]
+fn a_file_that_is_not_a_map_is_refused_not_rewritten() {
+    let dir = home(FILE);
+    let acl = Acl::open(dir.path()).unwrap();
+    let path = dir.path().join("conf/plain_acl.yml");
+    let cfg = AccountConfig {
+        access_key: Some("RocketMQ".into()),
+        secret_key: Some("12345678".into()),
+        ..Default::default()
+    };
+    // Hand edits after the load (the watcher keeps the old tables, which still name the file).
+    for text in ["- a\n- b\n", "just text\n", "accounts: 5\n", "globalWhiteRemoteAddresses: x\n", "a: 1\n---\nb: 2\n"] {
+        std::fs::write(&path, text).unwrap();
+        let err = acl.update_global_white(&["10.0.0.1".into()], None).unwrap_err();
+        assert!(err.contains("plain_acl.yml"), "{text:?}: {err}");
+        assert!(acl.update_account(&cfg).is_err(), "{text:?}");
+        assert!(acl.delete_account("RocketMQ").is_err(), "{text:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "left as it is");
+    }
 }

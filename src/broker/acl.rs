@@ -2,7 +2,9 @@
 //! as Java's server RPC hook does, and the ACL admin requests mqadmin sends are served here.
 //!
 //! ```text
-//! request -> access_request (the resources each code touches, as 5.x PlainAccessResource.parse)
+//! request -> access_request (the resources each code touches, as 5.x PlainAccessResource.parse,
+//!            plus LITE_PULL_MESSAGE, the topic of the record VIEW_MESSAGE_BY_ID and
+//!            CONSUMER_SEND_MSG_BACK read by offset, and END_TRANSACTION's real topic)
 //!         -> Acl::validate -> refused: SYSTEM_ERROR "org.apache.rocketmq.acl.common.AclException: <why>"
 //! UPDATE_AND_CREATE_ACL_CONFIG (50)  -> 209 UPDATE_AND_CREATE_ACL_CONFIG_FAILED on failure
 //! DELETE_ACL_CONFIG (51)             -> 210 DELETE_ACL_CONFIG_FAILED
@@ -21,7 +23,9 @@ use super::processor::{ok, Handled};
 use super::BrokerInner;
 use crate::acl::perm::{AccountConfig, PUB, SUB};
 use crate::acl::{address, AccessRequest, Acl};
+use crate::broker::transaction::HALF_TOPIC;
 use crate::model::group::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
+use crate::model::message::{self, property};
 use crate::protocol::body::client::HeartbeatData;
 use crate::protocol::header::acl::{
     CreateAccessConfigRequestHeader, DeleteAccessConfigRequestHeader, GetBrokerAclConfigResponseHeader,
@@ -30,12 +34,40 @@ use crate::protocol::header::acl::{
 use crate::protocol::header::CommandHeader;
 use crate::protocol::version::V4_9_3;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::store::MessageStore;
 
 /// How often the files are checked for changes (`AclFileWatchService.WATCH_INTERVAL`).
 const WATCH_INTERVAL: Duration = Duration::from_secs(5);
 
+/// The record at a CommitLog offset, as permissions see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordTopic {
+    /// The topic it is stored in.
+    pub topic: String,
+    /// For a transactional half message, the topic a commit puts it in (`REAL_TOPIC`).
+    pub bound_for: Option<String>,
+}
+
+/// The [`RecordTopic`] of the record at `offset` in `store`.
+pub fn record_topic(store: &MessageStore, offset: i64) -> Option<RecordTopic> {
+    let m = store.lookup_message(offset)?;
+    let bound_for = (m.topic == HALF_TOPIC)
+        .then(|| message::parse_properties(&m.properties).remove(property::REAL_TOPIC))
+        .flatten();
+    Some(RecordTopic { topic: m.topic, bound_for })
+}
+
 /// What `req` asks for, as the validator sees it. `Err` is why it cannot even be read.
-pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessRequest<'_>, String> {
+/// `record_at` finds the record at a CommitLog offset: VIEW_MESSAGE_BY_ID and
+/// CONSUMER_SEND_MSG_BACK read a record by its offset, whatever its topic, so (unlike Java) they
+/// need SUB on that topic too (offset ids are sequential: without it an account could read the
+/// whole CommitLog), and END_TRANSACTION needs PUB on the topic the half message is bound for
+/// (else any account could commit or roll back any producer's transaction).
+pub fn access_request<'a>(
+    req: &'a RemotingCommand,
+    peer: SocketAddr,
+    record_at: &dyn Fn(i64) -> Option<RecordTopic>,
+) -> Result<AccessRequest<'a>, String> {
     let ext = &req.ext_fields;
     let get = |k: &str| ext.get(k).map(String::as_str);
     let mut resources: Vec<(String, u8)> = Vec::new();
@@ -46,6 +78,7 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
     };
     let topic_perm = |t: &str| if t.starts_with(RETRY_GROUP_TOPIC_PREFIX) { SUB } else { PUB };
     let group = |k: &str| get(k).map(retry_topic);
+    let record = |k: &str| get(k).and_then(|o| o.trim().parse().ok()).and_then(record_at);
     match req.request_code() {
         RequestCode::SEND_MESSAGE => {
             if let Some(t) = get("topic") {
@@ -57,8 +90,15 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
                 add(Some(t.to_owned()), topic_perm(t));
             }
         }
-        RequestCode::CONSUMER_SEND_MSG_BACK => add(group("group"), SUB),
-        RequestCode::PULL_MESSAGE => {
+        RequestCode::CONSUMER_SEND_MSG_BACK => {
+            add(group("group"), SUB);
+            add(record("offset").map(|r| r.topic), SUB);
+        }
+        RequestCode::VIEW_MESSAGE_BY_ID => add(record("offset").map(|r| r.topic), SUB),
+        RequestCode::END_TRANSACTION => add(record("commitLogOffset").map(|r| r.bound_for.unwrap_or(r.topic)), PUB),
+        // Java's ACL 1.0 (`PlainAccessResource.parse`) has no case for LITE_PULL_MESSAGE, so a
+        // lite pull needed no permission at all; it is checked like the pull it is (as 5.x ACL 2.0).
+        RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => {
             add(get("topic").map(str::to_owned), SUB);
             add(group("consumerGroup"), SUB);
         }
@@ -98,8 +138,13 @@ pub fn access_request(req: &RemotingCommand, peer: SocketAddr) -> Result<AccessR
 
 /// The hook: `None` when `req` may be handled, else the response refusing it (`Some(None)` for a
 /// oneway request, which is refused without an answer).
-pub fn check(acl: &Acl, req: &RemotingCommand, peer: SocketAddr) -> Option<Option<RemotingCommand>> {
-    let why = match access_request(req, peer) {
+pub fn check(
+    acl: &Acl,
+    store: &MessageStore,
+    req: &RemotingCommand,
+    peer: SocketAddr,
+) -> Option<Option<RemotingCommand>> {
+    let why = match access_request(req, peer, &|offset| record_topic(store, offset)) {
         Ok(access) => acl.validate(&access).err()?,
         Err(e) => e,
     };

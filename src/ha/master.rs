@@ -1,5 +1,15 @@
 //! Master side: accepts slaves, streams CommitLog bytes to each from the offset it reports, and
 //! tracks how far slaves have acknowledged, for SYNC_MASTER puts.
+//!
+//! The HA port authenticates nobody, so a report is credited only with what this connection
+//! was sent (Java takes every report as it comes: one `i64::MAX` completes every SYNC put):
+//! ```text
+//! first report r:  r < 0 or r > master's end       -> connection refused (closed, warned)
+//!                  streaming starts at r (0: the start of the last CommitLog segment)
+//!                  credited: r
+//! later report r:  credited: min(r, end of the last frame written to this connection)
+//!                  (lower than the last one: credited as it is; the slave lost bytes)
+//! ```
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -202,9 +212,12 @@ impl HaService {
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (mut read, mut write) = tokio::io::split(stream);
-        let requested = Arc::new(AtomicU64::new(u64::MAX));
+        // The end of the last frame written to this slave (NOTHING_YET until its first report
+        // says where to start): what its reports are capped at.
+        let sent_to = Arc::new(AtomicU64::new(NOTHING_YET));
+        let started = Arc::new(tokio::sync::Notify::new());
         let reader = {
-            let (me, requested, stop) = (self.clone(), requested.clone(), stop.clone());
+            let (me, sent_to, started, stop) = (self.clone(), sent_to.clone(), started.clone(), stop.clone());
             async move {
                 let mut buf = [0u8; REPORT_LEN];
                 loop {
@@ -212,34 +225,35 @@ impl HaService {
                         _ = stop.cancelled() => return Ok(()),
                         r = tokio::time::timeout(HOUSEKEEPING, read.read_exact(&mut buf)) => r,
                     };
-                    let offset = match r {
-                        Ok(Ok(_)) => u64::try_from(i64::from_be_bytes(buf)).unwrap_or(0),
+                    match r {
+                        Ok(Ok(_)) => {}
                         Ok(Err(e)) => return Err(e),
                         Err(_) => {
                             return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "slave silent for 20 s"))
                         }
-                    };
-                    let _ = requested.compare_exchange(u64::MAX, offset, Ordering::AcqRel, Ordering::Acquire);
-                    me.ack(id, offset);
+                    }
+                    let sent = sent_to.load(Ordering::Acquire);
+                    let max = me.store.commit_log_max_offset();
+                    let credited = credit(i64::from_be_bytes(buf), (sent != NOTHING_YET).then_some(sent), max)
+                        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidData, why))?;
+                    if sent == NOTHING_YET {
+                        let segment = me.store.config().mapped_file_size_commit_log as u64;
+                        sent_to.store(start_offset(credited, max, segment), Ordering::Release);
+                        started.notify_one();
+                    }
+                    me.ack(id, credited);
                 }
             }
         };
         let writer = async move {
             // Nothing is sent until the slave's first report says where to start.
-            while requested.load(Ordering::Acquire) == u64::MAX {
+            while sent_to.load(Ordering::Acquire) == NOTHING_YET {
                 tokio::select! {
                     _ = stop.cancelled() => return Ok(()),
-                    _ = tokio::time::sleep(Duration::from_millis(10)) => {},
+                    _ = started.notified() => {},
                 }
             }
-            let size = self.store.config().mapped_file_size_commit_log as u64;
-            let mut next = match requested.load(Ordering::Acquire) {
-                0 => {
-                    let max = self.store.commit_log_max_offset();
-                    max - max % size
-                }
-                o => o,
-            };
+            let mut next = sent_to.load(Ordering::Acquire);
             let mut last_write = Instant::now();
             let appended = self.store.append_signal();
             while !stop.is_cancelled() {
@@ -255,6 +269,7 @@ impl HaService {
                         let mut frame = Buf::chain(&header[..], &data[..len]);
                         write.write_all_buf(&mut frame).await?;
                         next += len as u64;
+                        sent_to.store(next, Ordering::Release);
                         last_write = Instant::now();
                     }
                     None if last_write.elapsed() >= HEARTBEAT => {
@@ -276,10 +291,56 @@ impl HaService {
     }
 }
 
+/// `sent_to` before the slave's first report.
+const NOTHING_YET: u64 = u64::MAX;
+
+/// The offset a slave's report `report` is credited with: `sent` is the end of what this
+/// connection was sent (`None` before the first report), `master_end` the CommitLog's end. `Err`
+/// (why) refuses the connection: a negative offset, or a first report beyond the master's end
+/// (that slave holds bytes this master never wrote: streaming on from there would leave it
+/// with a CommitLog that is not the master's).
+fn credit(report: i64, sent: Option<u64>, master_end: u64) -> Result<u64, String> {
+    let report = u64::try_from(report).map_err(|_| format!("slave reported a negative offset {report}"))?;
+    match sent {
+        Some(sent) => Ok(report.min(sent)),
+        None if report > master_end => Err(format!(
+            "slave reported offset {report}, beyond this master's CommitLog end {master_end}: \
+             its CommitLog is not a copy of this master's; refused"
+        )),
+        None => Ok(report),
+    }
+}
+
+/// Where streaming to a slave starts after its first report: at its end, or for an empty slave
+/// (0) at the start of the master's last CommitLog segment.
+fn start_offset(report: u64, master_end: u64, segment: u64) -> u64 {
+    match report {
+        0 => master_end - master_end % segment.max(1),
+        r => r,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::StoreConfig;
+
+    #[test]
+    fn reports_are_credited_with_what_the_connection_was_sent() {
+        // First report: taken as the slave's end when the master has that much.
+        assert_eq!(credit(0, None, 0), Ok(0));
+        assert_eq!(credit(500, None, 500), Ok(500));
+        assert!(credit(501, None, 500).unwrap_err().contains("beyond this master's CommitLog end 500"));
+        assert!(credit(i64::MAX, None, 500).is_err());
+        assert!(credit(-1, None, 500).unwrap_err().contains("negative"));
+        // Later reports: capped at what was sent, before anything was sent too.
+        assert_eq!(credit(i64::MAX, Some(300), 500), Ok(300));
+        assert_eq!(credit(400, Some(300), 500), Ok(300), "nothing sent beyond the start yet");
+        assert_eq!(credit(250, Some(300), 500), Ok(250), "a report going backwards is credited lower");
+        assert!(credit(-5, Some(300), 500).is_err());
+        assert_eq!(start_offset(0, 2500, 1000), 2000);
+        assert_eq!(start_offset(700, 2500, 1000), 700);
+    }
 
     fn service(dir: &std::path::Path) -> Arc<HaService> {
         let config = StoreConfig { store_path_root_dir: dir.to_owned(), ..Default::default() };

@@ -19,7 +19,7 @@ use tracing::{debug, error, info, warn, Instrument};
 
 use super::frame_writer::FrameWriter;
 use super::RemotingError;
-use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand};
+use crate::protocol::{FrameLimits, RemotingCodec, RemotingCommand, RequestCode, ResponseCode};
 
 /// Frames queued for the writer per connection.
 const WRITE_QUEUE: usize = 1024;
@@ -310,7 +310,10 @@ async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
                 let answered = response.as_ref().map_or(0, |r| r.code);
                 let long_polling = matches!(parked, Slot::Parked { .. });
                 let millis = start.elapsed().as_secs_f64() * 1e3;
-                crate::telemetry::rpc_latency(node, code, answered, long_polling, oneway, millis);
+                // Label values from a closed set: a code the peer made up is `unknown`.
+                let request = RequestCode(code).name().map(|_| code);
+                let response = ResponseCode(answered).name().map(|_| answered);
+                crate::telemetry::rpc_latency(node, request, response, long_polling, oneway, millis);
             }
             drop(parked);
             if let (false, Some(resp)) = (oneway, response) {

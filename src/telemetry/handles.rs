@@ -53,7 +53,7 @@ struct LastIn {
 /// The handle a thread used last for `rpc_latency`, with its key.
 struct LastRpc {
     node: u64,
-    key: (i32, i32, bool, bool),
+    key: RpcKey,
     h: Histogram,
 }
 
@@ -66,8 +66,10 @@ struct Out {
 type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 4]>>;
 /// Per node id: topic -> consumer group.
 type OutCache = HashMap<u64, HashMap<Box<str>, HashMap<Box<str>, Out>>>;
-/// Per node id: (request code, response code, long polling, oneway).
-type RpcCache = HashMap<u64, HashMap<(i32, i32, bool, bool), Histogram>>;
+/// (request code, response code, long polling, oneway); `None` for a code the caller does not know.
+type RpcKey = (Option<i32>, Option<i32>, bool, bool);
+/// Per node id: one handle per key.
+type RpcCache = HashMap<u64, HashMap<RpcKey, Histogram>>;
 
 thread_local! {
     static IN: RefCell<InCache> = RefCell::default();
@@ -84,6 +86,11 @@ fn slot<'a, V>(map: &'a mut HashMap<Box<str>, V>, key: &str, make: impl FnOnce()
         map.insert(key.into(), make());
     }
     map.get_mut(key).expect("inserted above")
+}
+
+/// A code's label value: the number, or `unknown`.
+fn code_label(code: Option<i32>) -> String {
+    code.map_or_else(|| "unknown".to_owned(), |c| c.to_string())
 }
 
 fn bool_str(b: bool) -> &'static str {
@@ -162,8 +169,17 @@ pub fn messages_out(node: &Node, topic: &str, group: &str, is_system: bool, coun
 }
 
 /// A request took `millis` from decoding to its answer (`rocketmq_rpc_latency`, Java's
-/// `RemotingMetricsManager`: result `oneway` or `success`).
-pub fn rpc_latency(node: &Node, request_code: i32, response_code: i32, long_polling: bool, oneway: bool, millis: f64) {
+/// `RemotingMetricsManager`: result `oneway` or `success`). The codes come from the peer, so the
+/// caller passes only the ones it knows (`None`: labelled `unknown`): one series per code a
+/// client makes up would grow memory without bound.
+pub fn rpc_latency(
+    node: &Node,
+    request_code: Option<i32>,
+    response_code: Option<i32>,
+    long_polling: bool,
+    oneway: bool,
+    millis: f64,
+) {
     if super::handle().is_none() {
         return;
     }
@@ -177,7 +193,7 @@ pub fn rpc_latency(node: &Node, request_code: i32, response_code: i32, long_poll
     });
 }
 
-fn rpc_handle(node: &Node, key: (i32, i32, bool, bool)) -> Histogram {
+fn rpc_handle(node: &Node, key: RpcKey) -> Histogram {
     let (request_code, response_code, long_polling, oneway) = key;
     RPC.with_borrow_mut(|all| {
         let codes = all.entry(node.id).or_default();
@@ -186,8 +202,8 @@ fn rpc_handle(node: &Node, key: (i32, i32, bool, bool)) -> Histogram {
             .or_insert_with(|| {
                 let labels = node.labels([
                     Label::new(names::LABEL_PROTOCOL_TYPE, "remoting"),
-                    Label::new(names::LABEL_REQUEST_CODE, request_code.to_string()),
-                    Label::new(names::LABEL_RESPONSE_CODE, response_code.to_string()),
+                    Label::new(names::LABEL_REQUEST_CODE, code_label(request_code)),
+                    Label::new(names::LABEL_RESPONSE_CODE, code_label(response_code)),
                     Label::new(names::LABEL_IS_LONG_POLLING, bool_str(long_polling)),
                     Label::new(names::LABEL_RESULT, if oneway { "oneway" } else { "success" }),
                 ]);

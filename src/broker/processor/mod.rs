@@ -142,7 +142,7 @@ impl BrokerProcessor {
 impl RequestHandler for BrokerProcessor {
     async fn handle(&self, conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
         if let Some(acl_tables) = self.inner.acl.as_deref() {
-            if let Some(refused) = acl::check(acl_tables, &req, conn.peer()) {
+            if let Some(refused) = acl::check(acl_tables, &self.inner.store, &req, conn.peer()) {
                 return refused;
             }
         }
