@@ -1,6 +1,7 @@
 //! END_TRANSACTION (37) (`EndTransactionProcessor`): a producer's commit or rollback of a half
 //! message, first-hand or answering a check. Java clients send it oneway; the response is
-//! built anyway for those that wait.
+//! built anyway for those that wait. On a SYNC_MASTER a commit counts only once its message is
+//! on the slaves; until then no op record is written and the check service keeps asking.
 
 use std::sync::Arc;
 
@@ -72,9 +73,20 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
                 return fail(code, remark.unwrap_or_default());
             }
         }
-        // SYNC_MASTER: the committed message is on a slave before the op record says done.
+        // SYNC_MASTER: the committed message is on a slave before the op record says done. If
+        // the slaves did not get it, the producer is told, and the half message stays for the
+        // check service: after a failover the new master asks the producer again, where a
+        // finished transaction would be lost (Java answers SUCCESS and writes the op record).
         if let Some(append) = &put.append {
-            let _ = super::send::wait_for_slaves(b, append.end_offset).await;
+            if let Some((code, remark)) = super::send::wait_for_slaves(b, append.end_offset).await {
+                tracing::debug!(
+                    group = h.producer_group,
+                    msg_id = h.msg_id,
+                    remark,
+                    "a committed transaction is not on the slaves; it stays open for the check service"
+                );
+                return fail(code, remark);
+            }
         }
     }
     finish(b, &half).await?;
