@@ -10,6 +10,7 @@ mod config_files;
 mod crash;
 mod golden;
 mod ha;
+mod hostile_timers;
 mod hostile_txn;
 mod java_config;
 mod kafka;

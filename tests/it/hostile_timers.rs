@@ -1,0 +1,50 @@
+//! Timers against a store that refuses writes for a while (issue #25): a due timer message
+//! waits for the store and is delivered once it takes writes again, never dropped.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use ferrocket::model::message::properties_to_string;
+use ferrocket::protocol::ResponseCode;
+use ferrocket::store::now_ms;
+
+use super::broker::{call_addr, pull, records, send, start_broker, wait_max_offset};
+use super::support::*;
+
+#[tokio::test]
+async fn a_due_timer_waits_while_the_disk_is_full_and_is_delivered_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| c.timer_precision_ms = 100).await;
+    let c = client();
+    let mut req = send("TMF", 0, b"due while full", "TagT");
+    req.ext_fields.insert(
+        "i".into(),
+        properties_to_string([("TAGS", "TagT"), ("UNIQ_KEY", "K1"), ("WAIT", "true"), ("TIMER_DELAY_MS", "1000")]),
+    );
+    req.ext_fields.insert("g".into(), now_ms().to_string());
+    let r = call_addr(&c, &b.addr, req).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+
+    // The disk-ratio gate closes before the timer is due: the store refuses every write.
+    let store = &b.inner.store;
+    store.override_disk_usage(Some(99));
+    store.clean_expired_files(SystemTime::now()).unwrap();
+    assert!(store.write_refusal().is_some(), "the gate is closed");
+    // More refusals than the three tries Java (and ferrocket before #25) gave a delivery.
+    let refused = || b.inner.timer.refused_puts.load(Ordering::Relaxed);
+    assert!(
+        eventually(Duration::from_secs(20), || async { refused() >= 3 }).await,
+        "the timer was never refused three times (refused {})",
+        refused()
+    );
+    // Writes resume: the timer message arrives.
+    store.override_disk_usage(Some(1));
+    store.clean_expired_files(SystemTime::now()).unwrap();
+    assert!(store.write_refusal().is_none(), "the gate is open");
+    wait_max_offset(&c, &b.addr, "TMF", 0, 1).await;
+    let r = call_addr(&c, &b.addr, pull("TMF", 0, 0, 4, 0)).await;
+    let got = records(&r.body);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0].body[..], b"due while full");
+    b.stop().await;
+}
