@@ -1,11 +1,18 @@
 //! Transactions against hostile or unlucky conditions (issue #25): a commit the slaves did not
-//! get is not acknowledged.
+//! get is not acknowledged, and one producer's long check immunity does not hold up the checks
+//! of everybody else's transactions.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use ferrocket::protocol::ResponseCode;
+use ferrocket::model::message::properties_to_string;
+use ferrocket::protocol::{FrameLimits, RemotingCommand, RequestCode, ResponseCode};
+use ferrocket::remoting::{Connection, RemotingClient, RequestHandler};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use super::broker::{call_addr, start_broker};
+use super::broker::{call_addr, send, start_broker};
 use super::support::*;
 use super::transactions::{end, half, max_offset, physical_offset, HALF, OP};
 
@@ -35,5 +42,68 @@ async fn a_commit_the_slaves_did_not_get_is_answered_as_such_and_left_to_the_che
     })
     .await;
     assert!(rechecked, "the half message was never checked");
+    b.stop().await;
+}
+
+/// Records the CHECK_TRANSACTION_STATE requests a producer connection receives.
+struct Checks(mpsc::UnboundedSender<RemotingCommand>);
+
+impl RequestHandler for Checks {
+    async fn handle(&self, _conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
+        if req.request_code() == RequestCode::CHECK_TRANSACTION_STATE {
+            let _ = self.0.send(req);
+        }
+        None
+    }
+}
+
+/// A producer of `group` online at `addr`, and the checks it receives.
+async fn producer(addr: &str, group: &str) -> (RemotingClient<Checks>, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client =
+        RemotingClient::new(Arc::new(Checks(tx)), FrameLimits::default(), TaskTracker::new(), CancellationToken::new());
+    let hb = serde_json::json!({
+        "clientID": format!("127.0.0.1@{group}"),
+        "consumerDataSet": [],
+        "producerDataSet": [{"groupName": group}],
+        "heartbeatFingerprint": 1, "withoutSub": false
+    });
+    let hb = request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap());
+    let r = client.invoke(addr, hb, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    (client, rx)
+}
+
+fn half_of(topic: &str, group: &str, uniq: &str, immunity_secs: Option<&str>) -> RemotingCommand {
+    let mut tx = send(topic, 1, b"tx body", "TagT");
+    let mut props = vec![("TRAN_MSG", "true"), ("PGROUP", group), ("UNIQ_KEY", uniq)];
+    props.extend(immunity_secs.map(|s| ("CHECK_IMMUNITY_TIME_IN_SECONDS", s)));
+    tx.ext_fields.insert("i".into(), properties_to_string(props));
+    tx.ext_fields.insert("g".into(), ferrocket::store::now_ms().to_string());
+    tx
+}
+
+/// The first half message asks for a check immunity of about 30 years; the second, from
+/// another producer, asks for nothing. The second is checked all the same (the first is put
+/// back at the end of the queue, as Java's `putImmunityMsgBackToHalfQueue` does, instead of
+/// ending every round).
+#[tokio::test]
+async fn one_producers_long_check_immunity_does_not_hold_up_other_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.transaction_check_interval = 100;
+        c.transaction_time_out = 0;
+    })
+    .await;
+    let (p1, _checks1) = producer(&b.addr, "PG1").await;
+    let (p2, mut checks2) = producer(&b.addr, "PG2").await;
+    let r = p1.invoke(&b.addr, half_of("TXM", "PG1", "U1", Some("1000000000")), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let r = p2.invoke(&b.addr, half_of("TXM", "PG2", "U2", None), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+
+    let check = tokio::time::timeout(Duration::from_secs(20), checks2.recv()).await;
+    let check = check.expect("PG2's transaction was never checked").unwrap();
+    assert_eq!(check.ext_fields.get("transactionId").map(String::as_str), Some("U2"));
     b.stop().await;
 }

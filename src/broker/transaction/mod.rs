@@ -9,6 +9,8 @@
 //! no answer in time --> check: re-put the half at the end of its queue (TRANSACTION_CHECK_TIMES+1)
 //!                      and send CHECK_TRANSACTION_STATE to a producer of its group; past
 //!                      transactionCheckMax --> TRANS_CHECK_MAX_TIME_TOPIC
+//! within its CHECK_IMMUNITY_TIME_IN_SECONDS --> re-put as is, with TRAN_PREPARED_QUEUE_OFFSET =
+//!                      the queue offset its producer knows (the op record will name that one)
 //! ```
 //! The op topic is the truth about which half messages are finished; the check service's
 //! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept,
@@ -31,11 +33,16 @@ pub const CHECK_MAX_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 /// `TransactionalMessageUtil.REMOVE_TAG`: the tag of op records.
 pub const REMOVE_TAG: &str = "d";
+/// `PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET`: on a copy put back during its check immunity,
+/// the half queue offset of the original, which its producer's END_TRANSACTION names.
+pub const PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
 
 /// `parseHalfMessageInner`: a transactional send becomes a half message on the half topic's
 /// queue 0, remembering its real topic and queue, with the transaction bits cleared.
 pub fn to_half(msg: &mut MessageToStore) {
     let mut props = message::parse_properties(&msg.properties);
+    // Ours to set (on immunity copies); a producer's would point at another transaction.
+    props.remove(PREPARED_QUEUE_OFFSET);
     if let Some(uniq) = props.get(property::UNIQ_KEY).filter(|u| !u.is_empty()).cloned() {
         props.insert(property::TRANSACTION_ID.to_owned(), uniq);
     }
@@ -110,6 +117,20 @@ pub fn renewed(half: &StoredMessage, check_times: i32) -> MessageToStore {
     let mut props = message::parse_properties(&half.properties);
     props.insert(property::TRANSACTION_CHECK_TIMES.to_owned(), check_times.to_string());
     copy_of(half, HALF_TOPIC, 0, &props)
+}
+
+/// `renewImmunityHalfMessageInner`: the half message again at the end of its queue, not counted
+/// as a check, remembering the queue offset of the original (kept from an earlier copy).
+pub fn immunity_copy(half: &StoredMessage) -> MessageToStore {
+    let mut props = message::parse_properties(&half.properties);
+    props.entry(PREPARED_QUEUE_OFFSET.to_owned()).or_insert_with(|| half.queue_offset.to_string());
+    copy_of(half, HALF_TOPIC, 0, &props)
+}
+
+/// The half queue offset an op record names for this half message's transaction besides its
+/// own: the original's, on an immunity copy.
+pub fn prepared_offset(half: &StoredMessage) -> Option<i64> {
+    message::property_value(&half.properties, PREPARED_QUEUE_OFFSET)?.parse().ok()
 }
 
 /// What is kept of a half message given up after too many checks (`resolveDiscardMsg`).
