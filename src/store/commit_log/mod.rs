@@ -68,30 +68,7 @@ pub struct CommitLog {
     /// cleared.
     lost_deferred: AtomicBool,
     #[cfg(test)]
-    hooks: TestHooks,
-}
-
-/// Tests: faults and pauses injected into the write path.
-#[cfg(test)]
-#[derive(Default)]
-pub(super) struct TestHooks {
-    /// The next write of waiting records fails.
-    pub fail_next_write: AtomicBool,
-    /// Run inside the next write of waiting records, before its bytes go out (writer lock held).
-    pub in_write: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    /// Run by the next commit that has to take the writer lock (records wait or are being
-    /// written), before it does.
-    pub commit_locks: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-#[cfg(test)]
-impl TestHooks {
-    fn run(slot: &Mutex<Option<Box<dyn FnOnce() + Send>>>) {
-        let hook = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
+    hooks: tests::TestHooks,
 }
 
 impl CommitLog {
@@ -108,7 +85,7 @@ impl CommitLog {
             has_pending: AtomicBool::new(false),
             lost_deferred: AtomicBool::new(false),
             #[cfg(test)]
-            hooks: TestHooks::default(),
+            hooks: tests::TestHooks::default(),
         })
     }
 
@@ -266,7 +243,7 @@ impl CommitLog {
             };
         }
         #[cfg(test)]
-        TestHooks::run(&self.hooks.commit_locks);
+        tests::TestHooks::run(&self.hooks.commit_locks);
         // The writer lock is held for the whole of any write of waiting records.
         let mut w = self.writer();
         if self.lost_deferred.load(Ordering::Acquire) {
@@ -283,7 +260,7 @@ impl CommitLog {
     fn write_pending(&self, w: &mut Writer, file: &MappedFile) -> Result<(), StoreError> {
         let had_deferred = w.pending_file.take().is_some();
         #[cfg(test)]
-        TestHooks::run(&self.hooks.in_write);
+        tests::TestHooks::run(&self.hooks.in_write);
         #[cfg(test)]
         let injected = self.hooks.fail_next_write.swap(false, Ordering::AcqRel);
         #[cfg(not(test))]
@@ -304,12 +281,6 @@ impl CommitLog {
         }
         self.has_pending.store(false, Ordering::Release);
         result
-    }
-
-    /// Tests: the write path's hooks.
-    #[cfg(test)]
-    pub(super) fn hooks(&self) -> &TestHooks {
-        &self.hooks
     }
 
     /// The written bytes from `offset` to the end of its segment.

@@ -1,6 +1,28 @@
 use super::*;
-use bytes::Bytes;
 use std::sync::mpsc;
+
+use bytes::Bytes;
+
+/// Tests: faults and pauses injected into the write path.
+#[derive(Default)]
+pub(super) struct TestHooks {
+    /// The next write of waiting records fails.
+    pub fail_next_write: AtomicBool,
+    /// Run inside the next write of waiting records, before its bytes go out (writer lock held).
+    pub in_write: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Run by the next commit that has to take the writer lock (records wait or are being
+    /// written), before it does.
+    pub commit_locks: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl TestHooks {
+    pub(super) fn run(slot: &Mutex<Option<Box<dyn FnOnce() + Send>>>) {
+        let hook = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
 
 fn msg(topic: &str, queue_id: i32, body: usize) -> MessageToStore {
     MessageToStore {
@@ -142,7 +164,7 @@ fn a_failed_write_of_deferred_records_fails_every_later_commit() {
     let dir = tempfile::tempdir().unwrap();
     let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
     log.append(&[msg("T", 0, 100)], || 1, true).unwrap();
-    log.hooks().fail_next_write.store(true, Ordering::Release);
+    log.hooks.fail_next_write.store(true, Ordering::Release);
     // An append that is not deferred writes what waits with itself: it fails, and the deferred
     // record before it is lost with it.
     assert!(log.append(&[msg("T", 0, 100)], || 2, false).is_err());
@@ -166,11 +188,11 @@ fn a_commit_waits_for_the_write_in_flight_that_carries_its_records() {
     log.append(&[msg("T", 0, 100)], || 1, true).unwrap(); // B's record, deferred
     let (writing_tx, writing_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
-    *log.hooks().in_write.lock().unwrap() = Some(Box::new(move || {
+    *log.hooks.in_write.lock().unwrap() = Some(Box::new(move || {
         writing_tx.send(()).unwrap();
         let _ = release_rx.recv(); // until released (or the test is over)
     }));
-    log.hooks().fail_next_write.store(true, Ordering::Release);
+    log.hooks.fail_next_write.store(true, Ordering::Release);
     let a = std::thread::spawn({
         let log = log.clone();
         move || log.commit().map_err(|e| e.to_string())
@@ -179,7 +201,7 @@ fn a_commit_waits_for_the_write_in_flight_that_carries_its_records() {
 
     let (events_tx, events_rx) = mpsc::channel();
     let hook_tx = events_tx.clone();
-    *log.hooks().commit_locks.lock().unwrap() = Some(Box::new(move || hook_tx.send(Event::BTakesTheLock).unwrap()));
+    *log.hooks.commit_locks.lock().unwrap() = Some(Box::new(move || hook_tx.send(Event::BTakesTheLock).unwrap()));
     let b = std::thread::spawn({
         let log = log.clone();
         move || events_tx.send(Event::BDone(log.commit().map_err(|e| e.to_string()))).unwrap()
