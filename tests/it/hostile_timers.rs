@@ -20,13 +20,15 @@ async fn a_due_timer_waits_while_the_disk_is_full_and_is_delivered_after() {
     let mut req = send("TMF", 0, b"due while full", "TagT");
     req.ext_fields.insert(
         "i".into(),
-        properties_to_string([("TAGS", "TagT"), ("UNIQ_KEY", "K1"), ("WAIT", "true"), ("TIMER_DELAY_MS", "1000")]),
+        properties_to_string([("TAGS", "TagT"), ("UNIQ_KEY", "K1"), ("WAIT", "true"), ("TIMER_DELAY_MS", "2000")]),
     );
     req.ext_fields.insert("g".into(), now_ms().to_string());
     let r = call_addr(&c, &b.addr, req).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
 
-    // The disk-ratio gate closes before the timer is due: the store refuses every write.
+    // The disk-ratio gate closes before the timer is due (2 s of margin; were it late, the
+    // refusals awaited below would never come and the test fail, not pass): the store
+    // refuses every write.
     let store = &b.inner.store;
     store.override_disk_usage(Some(99));
     store.clean_expired_files(SystemTime::now()).unwrap();
@@ -62,7 +64,7 @@ fn delayed(topic: &str, key: &str, body: &[u8], level: &str) -> ferrocket::proto
 #[tokio::test]
 async fn a_due_delayed_message_waits_while_the_disk_is_full_and_is_delivered_after() {
     let dir = tempfile::tempdir().unwrap();
-    let b = start_broker(dir.path(), |c| c.message_delay_level = "1s".into()).await;
+    let b = start_broker(dir.path(), |c| c.message_delay_level = "2s".into()).await;
     let c = client();
     let r = call_addr(&c, &b.addr, delayed("DLF", "D1", b"due while full", "1")).await;
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
