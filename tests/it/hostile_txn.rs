@@ -1,6 +1,6 @@
 //! Transactions against hostile or unlucky conditions (issue #25): a commit the slaves did not
-//! get is not acknowledged, and one producer's long check immunity does not hold up the checks
-//! of everybody else's transactions.
+//! get is not acknowledged (nor stored twice when committed again), and one producer's long
+//! check immunity does not hold up the checks of everybody else's transactions.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,13 +12,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::broker::{call_addr, send, start_broker};
+use super::broker::{call_addr, send, start_broker, start_broker_on, wait_max_offset};
 use super::support::*;
 use super::transactions::{end, half, max_offset, physical_offset, HALF, OP};
 
 /// SYNC_MASTER without a slave: the committed message is stored but on no slave. The answer
 /// says so, and no op record marks the transaction finished: the half message stays for the
-/// check service, which asks the producer again (Java answers SUCCESS and deletes it).
+/// check service, which asks the producer again (Java answers SUCCESS and deletes it). A
+/// second commit of the same transaction does not store it twice.
 #[tokio::test]
 async fn a_commit_the_slaves_did_not_get_is_answered_as_such_and_left_to_the_check_service() {
     let dir = tempfile::tempdir().unwrap();
@@ -36,6 +37,15 @@ async fn a_commit_the_slaves_did_not_get_is_answered_as_such_and_left_to_the_che
     let r = call_addr(&c, &b.addr, end("PG", q, p, 8)).await;
     assert_eq!(r.response_code(), ResponseCode::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
     assert_eq!(max_offset(&c, &b.addr, OP, 0).await, "0", "no op record: the transaction is not finished");
+    assert_eq!(max_offset(&c, &b.addr, "TXS", 1).await, "1", "the committed message is stored");
+    // The producer commits again (as when it answers a check): the message stored by the
+    // first commit is waited for again, not stored twice.
+    let mut again = end("PG", q, p, 8);
+    again.ext_fields.insert("fromTransactionCheck".into(), "true".into());
+    let r = call_addr(&c, &b.addr, again).await;
+    assert_eq!(r.response_code(), ResponseCode::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+    assert_eq!(max_offset(&c, &b.addr, "TXS", 1).await, "1", "committed once");
+    assert_eq!(max_offset(&c, &b.addr, OP, 0).await, "0");
     // The check service takes the half message up: it puts it again for its check.
     let rechecked = eventually(Duration::from_secs(10), || async {
         max_offset(&c, &b.addr, HALF, 0).await.parse::<i64>().unwrap() >= 2
@@ -106,4 +116,32 @@ async fn one_producers_long_check_immunity_does_not_hold_up_other_checks() {
     let check = check.expect("PG2's transaction was never checked").unwrap();
     assert_eq!(check.ext_fields.get("transactionId").map(String::as_str), Some("U2"));
     b.stop().await;
+}
+
+/// The slave comes back: the producer's next commit of the same transaction waits for the
+/// message the first commit stored, finishes the transaction and stores nothing twice.
+#[tokio::test]
+async fn a_commit_repeated_once_a_slave_is_back_finishes_the_transaction_once() {
+    let ns = TestNamesrv::start(|_| {}).await;
+    let ns_addr = ns.addr.to_string();
+    let (master_dir, slave_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = start_broker_on(&ns_addr, master_dir.path(), |c| c.broker_role = "SYNC_MASTER".into()).await;
+    let c = client();
+    let r = call_addr(&c, &master.addr, half("TXR")).await;
+    let (q, p) = (r.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&r.ext_fields["msgId"]));
+    let r = call_addr(&c, &master.addr, end("PG", q, p, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+
+    let slave = start_broker_on(&ns_addr, slave_dir.path(), |c| {
+        c.broker_role = "SLAVE".into();
+        c.broker_id = 1;
+    })
+    .await;
+    wait_max_offset(&c, &slave.addr, "TXR", 1, 1).await;
+    let r = call_addr(&c, &master.addr, end("PG", q, p, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(max_offset(&c, &master.addr, OP, 0).await, "1", "finished");
+    assert_eq!(max_offset(&c, &master.addr, "TXR", 1).await, "1", "committed once");
+    slave.stop().await;
+    master.stop().await;
 }

@@ -13,14 +13,18 @@
 //!                      the queue offset its producer knows (the op record will name that one)
 //! ```
 //! The op topic is the truth about which half messages are finished; the check service's
-//! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept,
-//! so restarts and `kill -9` lose nothing but progress (a finished transaction may be checked again).
+//! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept
+//! on disk, so restarts and `kill -9` lose nothing but progress (a finished transaction may be
+//! checked again). In memory, a SYNC_MASTER remembers commits its slaves did not get
+//! ([`UnreplicatedCommits`]), so that committing one again does not store it twice.
 //!
 //! May import: `broker` (managers, config), `model`, `store`.
 
 pub mod check;
 
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 
@@ -117,6 +121,71 @@ pub fn renewed(half: &StoredMessage, check_times: i32) -> MessageToStore {
     let mut props = message::parse_properties(&half.properties);
     props.insert(property::TRANSACTION_CHECK_TIMES.to_owned(), check_times.to_string());
     copy_of(half, HALF_TOPIC, 0, &props)
+}
+
+/// Who a transaction is, the same on all copies of its half message: producer group and
+/// transaction id as the producer gave them, with the connection and time it was sent from
+/// (set by the broker), so that another client reusing the id is another transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TransactionKey {
+    group: String,
+    id: String,
+    born_host: SocketAddr,
+    born_timestamp: i64,
+}
+
+pub fn transaction_key(half: &StoredMessage) -> Option<TransactionKey> {
+    let group = message::property_value(&half.properties, property::PGROUP)?;
+    let id = message::property_value(&half.properties, property::UNIQ_KEY).filter(|u| !u.is_empty())?;
+    Some(TransactionKey {
+        group: group.to_owned(),
+        id: id.to_owned(),
+        born_host: half.born_host,
+        born_timestamp: half.born_timestamp,
+    })
+}
+
+/// Most commits [`UnreplicatedCommits`] remembers; past that the oldest is forgotten (its
+/// transaction may then be committed twice, never lost).
+const MAX_UNREPLICATED: usize = 4096;
+
+/// SYNC_MASTER: transactions whose committed message is stored here but was not on the
+/// slaves when END_TRANSACTION asked, by [`TransactionKey`], with the CommitLog end of that
+/// message. When the producer commits the same transaction again (answering a check), that
+/// message is waited for again instead of being stored a second time. Bounded, in memory: after
+/// a restart a commit stores the message again (a duplicate, never a loss).
+#[derive(Default)]
+pub struct UnreplicatedCommits(Mutex<(HashMap<TransactionKey, u64>, VecDeque<TransactionKey>)>);
+
+impl UnreplicatedCommits {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<TransactionKey, u64>, VecDeque<TransactionKey>)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the stored committed message of this transaction ends, if one waits for slaves.
+    pub fn get(&self, key: &TransactionKey) -> Option<u64> {
+        self.lock().0.get(key).copied()
+    }
+
+    pub fn insert(&self, key: TransactionKey, end_offset: u64) {
+        let mut g = self.lock();
+        let (map, order) = &mut *g;
+        if map.insert(key.clone(), end_offset).is_none() {
+            order.push_back(key);
+        }
+        while map.len() > MAX_UNREPLICATED {
+            let Some(oldest) = order.pop_front() else { break };
+            map.remove(&oldest);
+        }
+    }
+
+    pub fn remove(&self, key: &TransactionKey) {
+        let mut g = self.lock();
+        let (map, order) = &mut *g;
+        if map.remove(key).is_some() {
+            order.retain(|k| k != key);
+        }
+    }
 }
 
 /// `renewImmunityHalfMessageInner`: the half message again at the end of its queue, not counted

@@ -121,3 +121,35 @@ fn immunity_copies_remember_the_offset_the_producer_knows() {
     // A copy of a copy still names the original.
     assert_eq!(prepared_offset(&stored(&immunity_copy(&first), 12, 9000)), Some(5));
 }
+
+#[test]
+fn unreplicated_commits_are_bounded_and_keyed_by_who_sent_the_transaction() {
+    let mut m = sent();
+    to_half(&mut m);
+    let half = stored(&m, 5, 4096);
+    let key = transaction_key(&half).unwrap();
+    assert_eq!(transaction_key(&stored(&renewed(&half, 1), 9, 8192)), Some(key.clone()), "the same on copies");
+    let mut other = half.clone();
+    other.born_host = "127.0.0.1:2".parse().unwrap();
+    assert_ne!(transaction_key(&other), Some(key.clone()), "another connection reusing the id");
+
+    let commits = UnreplicatedCommits::default();
+    commits.insert(key.clone(), 100);
+    assert_eq!(commits.get(&key), Some(100));
+    for i in 0..MAX_UNREPLICATED as i64 {
+        let mut h = half.clone();
+        h.born_timestamp = 10_000 + i;
+        commits.insert(transaction_key(&h).unwrap(), 1);
+    }
+    assert_eq!(commits.get(&key), None, "the oldest is forgotten past the bound");
+    assert_eq!(commits.lock().0.len(), MAX_UNREPLICATED);
+    commits.remove(
+        &transaction_key(&half)
+            .map(|mut k| {
+                k.born_timestamp = 10_000;
+                k
+            })
+            .unwrap(),
+    );
+    assert_eq!(commits.lock().1.len(), MAX_UNREPLICATED - 1);
+}
