@@ -145,3 +145,47 @@ async fn a_commit_repeated_once_a_slave_is_back_finishes_the_transaction_once() 
     slave.stop().await;
     master.stop().await;
 }
+
+/// The producer finishes a transaction while its half message sits in the queue as an
+/// immunity copy, and a younger half message holds up the rounds meanwhile: the op record
+/// naming the original stays until the copy is reached, so the copy is not checked again.
+#[tokio::test]
+async fn a_transaction_finished_during_its_immunity_is_not_checked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.transaction_check_interval = 100;
+        c.transaction_time_out = 1500;
+        c.transaction_check_max = 50; // immunities up to 5 s
+    })
+    .await;
+    let c = client();
+    let (p1, mut checks1) = producer(&b.addr, "PG1").await;
+    let (p2, mut checks2) = producer(&b.addr, "PG2").await;
+    let r = p1.invoke(&b.addr, half_of("TXF", "PG1", "U1", Some("1000000")), Duration::from_secs(10)).await.unwrap();
+    let (q, p) = (r.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&r.ext_fields["msgId"]));
+    p2.invoke(&b.addr, half_of("TXF", "PG2", "U2", None), Duration::from_secs(10)).await.unwrap();
+    let half_max = || async { max_offset(&c, &b.addr, HALF, 0).await.parse::<i64>().unwrap() };
+    // A round puts the first back (its copy at offset 2) and stops at the second (too young).
+    assert!(eventually(Duration::from_secs(10), || async { half_max().await >= 3 }).await);
+    // Its producer commits it first-hand, inside its immunity: the op record names offset 0.
+    let r = call_addr(&c, &b.addr, end("PG1", q, p, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    // The second comes of age and is checked; the same round reaches the copy.
+    let check = tokio::time::timeout(Duration::from_secs(20), checks2.recv()).await;
+    assert!(matches!(check, Ok(Some(_))), "PG2's transaction was never checked");
+    let progress = request(
+        RequestCode::QUERY_CONSUMER_OFFSET,
+        &[("consumerGroup", "CID_RMQ_SYS_TRANS"), ("topic", HALF), ("queueId", "0")],
+    );
+    let past_copy = eventually(Duration::from_secs(10), || async {
+        let r = call_addr(&c, &b.addr, progress.clone()).await;
+        r.ext_fields.get("offset").and_then(|o| o.parse::<i64>().ok()).is_some_and(|o| o >= 3)
+    })
+    .await;
+    assert!(past_copy, "the check progress never passed the copy");
+    // The original, the second, the first's immunity copy, the second's check copy: the copy
+    // was found finished, not put back once more.
+    assert_eq!(half_max().await, 4);
+    assert!(checks1.try_recv().is_err(), "the finished transaction was checked");
+    b.stop().await;
+}

@@ -8,7 +8,9 @@
 //! times, or older than `fileReservedTime`, goes to TRANS_CHECK_MAX_TIME_TOPIC; any other is
 //! put again at the end of the half queue with `TRANSACTION_CHECK_TIMES` + 1 and its producer
 //! group is asked for the outcome (CHECK_TRANSACTION_STATE, oneway, to one live producer of the
-//! group). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues.
+//! group). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
+//! op progress stays before an op record naming the original of an immunity copy not reached
+//! yet ([`ImmuneCopies`]).
 //! Runs on masters only; reading the store runs on the blocking pool, off the async workers.
 //!
 //! An immunity is capped at `transactionCheckMax` x `transactionCheckInterval`: each round puts
@@ -42,12 +44,33 @@ const ROUND_LIMIT: Duration = Duration::from_secs(60);
 /// Checks every `transactionCheckInterval` until `shutdown`.
 pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
     let interval = Duration::from_millis(inner.config.transaction_check_interval.max(100));
+    let mut immune = ImmuneCopies::default();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(interval) => {},
         }
-        check_round(&inner).await;
+        check_round(&inner, &mut immune).await;
+    }
+}
+
+/// Most originals [`ImmuneCopies`] remembers (past that, see its doc).
+const MAX_IMMUNE_COPIES: usize = 100_000;
+
+/// The queue offsets of the originals of immunity copies put back and not reached since. An
+/// op record naming one must stay ahead of the op progress until its copy is reached, or the
+/// copy would not learn that its transaction is finished and be checked for nothing. In
+/// memory and bounded: after a restart or past the bound, such a copy is checked once its
+/// immunity is over (as in Java, where an op record naming an offset behind the half progress
+/// is never matched).
+#[derive(Default)]
+struct ImmuneCopies(HashSet<i64>);
+
+impl ImmuneCopies {
+    fn remember(&mut self, original: i64) {
+        if self.0.len() < MAX_IMMUNE_COPIES {
+            self.0.insert(original);
+        }
     }
 }
 
@@ -93,7 +116,7 @@ fn finished(inner: &BrokerInner, op_offset: i64) -> (HashSet<i64>, BTreeMap<i64,
 }
 
 /// One pass over the half queue.
-pub async fn check_round(inner: &Arc<BrokerInner>) {
+async fn check_round(inner: &Arc<BrokerInner>, immune: &mut ImmuneCopies) {
     let started = std::time::Instant::now();
     let round_start = crate::store::now_ms();
     let half_start = progress(inner, HALF_TOPIC);
@@ -114,7 +137,11 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
             if half.queue_offset < offset {
                 continue;
             }
-            if done.contains(&half.queue_offset) || prepared_offset(&half).is_some_and(|p| done.contains(&p)) {
+            let prepared = prepared_offset(&half);
+            if done.contains(&half.queue_offset) || prepared.is_some_and(|p| done.contains(&p)) {
+                if let Some(p) = prepared {
+                    immune.0.remove(&p);
+                }
                 offset = half.queue_offset + 1;
                 continue;
             }
@@ -122,10 +149,17 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
             if half.store_timestamp >= round_start {
                 break 'round;
             }
+            if let Some(p) = prepared {
+                immune.0.remove(&p);
+            }
             match decide(inner, &half) {
                 Decision::Wait => break 'round,
                 Decision::Immune => {
-                    if !put_back_immune(inner, &half).await {
+                    let stored = put_back_immune(inner, &half).await;
+                    if stored || prepared.is_some() {
+                        immune.remember(prepared.unwrap_or(half.queue_offset));
+                    }
+                    if !stored {
                         break 'round;
                     }
                 }
@@ -146,10 +180,11 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
     if offset != half_start {
         inner.offsets.commit(CHECK_GROUP, HALF_TOPIC, 0, offset);
     }
-    // The op progress moves past op records all of whose half messages are behind us.
+    // The op progress moves past op records all of whose half messages are behind us, their
+    // immunity copies included.
     let mut op_offset = op_start;
     for (op, halves) in &ops {
-        if *op != op_offset || halves.iter().any(|h| *h >= offset) {
+        if *op != op_offset || halves.iter().any(|h| *h >= offset || immune.0.contains(h)) {
             break;
         }
         op_offset += 1;
