@@ -74,6 +74,8 @@ pub struct BrokerInner {
     pub schedule: schedule::ScheduleService,
     /// Timer messages (`TIMER_DELAY_SEC`/`TIMER_DELAY_MS`/`TIMER_DELIVER_MS`).
     pub timer: timer::TimerService,
+    /// Transactions committed here but not yet on the slaves (SYNC_MASTER).
+    pub unreplicated_commits: transaction::UnreplicatedCommits,
     /// Keys UPDATE_BROKER_CONFIG may change while running.
     pub live: Arc<LiveConfig>,
     /// Labels of this broker's metrics; `None` with `metricsExporterType=DISABLE`.
@@ -284,6 +286,7 @@ impl Broker {
             closing: CancellationToken::new(),
             schedule,
             timer,
+            unreplicated_commits: transaction::UnreplicatedCommits::default(),
             store_host,
             register_now: Arc::new(Notify::new()),
             register_asked: std::sync::atomic::AtomicU64::new(0),

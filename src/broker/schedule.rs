@@ -2,6 +2,10 @@
 //! `SCHEDULE_TOPIC_XXXX` queue n-1 (its real topic and queue kept in `REAL_TOPIC`/`REAL_QID`);
 //! the store gives its ConsumeQueue unit the delivery time as tag code; this service moves it
 //! to its real topic when due. Progress per level survives restarts in `config/delayOffset.json`.
+//! A due message the store refuses (disk full) holds up its level until the store takes it,
+//! logged once per stall; one the store can never take (larger than `maxMessageSize` since a
+//! restart, ...) is dropped with a warning rather than holding up its level for ever; a flush
+//! timeout counts as delivered (the message is stored: a retry would deliver it twice).
 //!
 //! ```text
 //! delayOffset.json  {"offsetTable":{1:0,2:15,...},"dataVersion":{…}}   (level -> next queue offset)
@@ -20,7 +24,7 @@ use super::BrokerInner;
 use crate::model::message::{self, property, MessageToStore};
 use crate::model::DataVersion;
 use crate::persist::ConfigFile;
-use crate::store::{AcceptAll, GetMessageStatus, SCHEDULE_TOPIC};
+use crate::store::{AcceptAll, GetMessageStatus, PutStatus, SCHEDULE_TOPIC};
 
 #[derive(Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -33,7 +37,11 @@ struct DelayOffsetsFile {
 }
 
 pub struct ScheduleService {
+    /// Deliveries of due messages the store refused (each is tried again until stored).
+    pub refused_puts: std::sync::atomic::AtomicU64,
     levels: Vec<i64>,
+    /// Levels whose next due message the store refused.
+    stalled: Mutex<std::collections::BTreeSet<i32>>,
     offsets: Arc<Mutex<BTreeMap<i32, i64>>>,
     file: Arc<ConfigFile>,
 }
@@ -55,7 +63,13 @@ impl ScheduleService {
             };
             serde_json::to_vec_pretty(&file).unwrap_or_default()
         };
-        Ok(Self { levels: config.delay_levels()?, offsets, file: ConfigFile::new(path, Box::new(snapshot)) })
+        Ok(Self {
+            refused_puts: 0.into(),
+            levels: config.delay_levels()?,
+            stalled: Mutex::default(),
+            offsets,
+            file: ConfigFile::new(path, Box::new(snapshot)),
+        })
     }
 
     pub fn max_level(&self) -> i32 {
@@ -87,6 +101,21 @@ impl ScheduleService {
 
     fn set_offset(&self, level: i32, offset: i64) {
         self.offsets.lock().unwrap_or_else(|e| e.into_inner()).insert(level, offset);
+    }
+
+    /// The store refused a due message of `level`: counted, logged when the level starts waiting.
+    fn refused(&self, level: i32, status: &PutStatus) {
+        self.refused_puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.stalled.lock().unwrap_or_else(|e| e.into_inner()).insert(level) {
+            warn!(level, ?status, "the store refuses a due delayed message; its level waits until it takes writes");
+        }
+    }
+
+    /// A due message of `level` was stored.
+    fn delivered(&self, level: i32) {
+        if self.stalled.lock().unwrap_or_else(|e| e.into_inner()).remove(&level) {
+            tracing::info!(level, "the store takes writes again; delayed delivery resumed");
+        }
     }
 
     /// Level -> next offset to deliver (GET_ALL_DELAY_OFFSET).
@@ -169,10 +198,16 @@ async fn deliver_due(inner: &BrokerInner, level: i32) {
                 continue;
             };
             let put = inner.store.put_messages(&[real], true).await;
-            if !put.is_ok() {
-                warn!(level, offset = m.queue_offset, status = ?put.status, "delivering a delayed message failed; retrying");
-                inner.schedule.set_offset(level, m.queue_offset);
-                return;
+            match &put.status {
+                PutStatus::PutOk | PutStatus::FlushDiskTimeout => inner.schedule.delivered(level),
+                PutStatus::MessageIllegal(_) | PutStatus::PropertiesSizeExceeded => {
+                    warn!(level, offset = m.queue_offset, status = ?put.status, "delayed message cannot be stored on its real topic; dropped");
+                }
+                status => {
+                    inner.schedule.refused(level, status);
+                    inner.schedule.set_offset(level, m.queue_offset);
+                    return;
+                }
             }
             offset = m.queue_offset + 1;
         }

@@ -180,8 +180,9 @@ impl MessageStore {
     }
 
     /// Writes the records deferred by [`Self::put_messages_deferred`] (one write for all of
-    /// them). `Err` (naming why) if writing deferred records has ever failed: their
-    /// acknowledgements must not be sent; the store is poisoned.
+    /// them); returns once every record deferred before the call is written, waiting for
+    /// another thread's write that carries them. `Err` (naming why) if writing deferred records
+    /// has ever failed: their acknowledgements must not be sent; the store is poisoned.
     pub fn commit(&self) -> Result<(), String> {
         self.inner.commit()
     }

@@ -14,6 +14,8 @@ pub struct TestBroker {
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     pub ns: Option<TestNamesrv>,
+    /// The broker's state (its store, timer service ...), for tests that reach inside.
+    pub inner: std::sync::Arc<ferrocket::broker::BrokerInner>,
 }
 
 fn free_port() -> u16 {
@@ -61,8 +63,9 @@ pub async fn start_broker_on(
         }
     };
     let shutdown = CancellationToken::new();
+    let inner = broker.inner();
     let task = tokio::spawn(broker.run(shutdown.clone()));
-    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns: None }
+    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns: None, inner }
 }
 
 impl TestBroker {

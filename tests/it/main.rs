@@ -14,6 +14,8 @@ mod hostile_acl;
 mod hostile_ha;
 mod hostile_metrics;
 mod hostile_names;
+mod hostile_timers;
+mod hostile_txn;
 mod java_config;
 mod kafka;
 mod layering;

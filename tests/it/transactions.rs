@@ -7,10 +7,10 @@ use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use super::broker::{call_addr, send, start_broker, wait_max_offset};
 use super::support::*;
 
-const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
-const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+pub(super) const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+pub(super) const OP: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 
-fn half(topic: &str) -> RemotingCommand {
+pub(super) fn half(topic: &str) -> RemotingCommand {
     let mut tx = send(topic, 1, b"tx body", "TagT");
     tx.ext_fields
         .insert("i".into(), properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG"), ("UNIQ_KEY", "U1")]));
@@ -19,7 +19,7 @@ fn half(topic: &str) -> RemotingCommand {
     tx
 }
 
-fn end(group: &str, table_offset: i64, commit_log_offset: i64, kind: i32) -> RemotingCommand {
+pub(super) fn end(group: &str, table_offset: i64, commit_log_offset: i64, kind: i32) -> RemotingCommand {
     request(
         RequestCode::END_TRANSACTION,
         &[
@@ -33,11 +33,11 @@ fn end(group: &str, table_offset: i64, commit_log_offset: i64, kind: i32) -> Rem
 }
 
 /// The CommitLog offset in an offset message id (the last 16 hex digits).
-fn physical_offset(msg_id: &str) -> i64 {
+pub(super) fn physical_offset(msg_id: &str) -> i64 {
     i64::from_str_radix(&msg_id[msg_id.len() - 16..], 16).unwrap()
 }
 
-async fn max_offset(c: &Client, addr: &str, topic: &str, queue: i32) -> String {
+pub(super) async fn max_offset(c: &Client, addr: &str, topic: &str, queue: i32) -> String {
     let r =
         call_addr(c, addr, request(RequestCode::GET_MAX_OFFSET, &[("topic", topic), ("queueId", &queue.to_string())]))
             .await;

@@ -1,13 +1,15 @@
 //! END_TRANSACTION (37) (`EndTransactionProcessor`): a producer's commit or rollback of a half
 //! message, first-hand or answering a check. Java clients send it oneway; the response is
-//! built anyway for those that wait.
+//! built anyway for those that wait. On a SYNC_MASTER a commit counts only once its message is
+//! on the slaves; until then no op record is written and the check service keeps asking, and a
+//! repeated commit waits for the message already stored instead of storing it again.
 
 use std::sync::Arc;
 
 use tracing::info;
 
 use super::{fail, ok, BrokerError, Handled};
-use crate::broker::transaction::{committed, op_record, HALF_TOPIC};
+use crate::broker::transaction::{committed, op_record, transaction_key, HALF_TOPIC};
 use crate::broker::BrokerInner;
 use crate::model::message::{self, property, sys_flag, StoredMessage};
 use crate::protocol::header::broker::EndTransactionRequestHeader;
@@ -55,7 +57,14 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
     if half.commit_log_offset != h.commit_log_offset {
         return fail(ResponseCode::SYSTEM_ERROR, "The commit log offset wrong");
     }
-    if commit {
+    let key = transaction_key(&half);
+    if let Some(end) = key.as_ref().filter(|_| commit).and_then(|k| b.unreplicated_commits.get(k)) {
+        // Committed before but not on the slaves then: wait for that message, do not store
+        // it again.
+        if let Some((code, remark)) = super::send::wait_for_slaves(b, end).await {
+            return fail(code, remark);
+        }
+    } else if commit {
         let Some(mut msg) = committed(&half) else {
             return fail(ResponseCode::SYSTEM_ERROR, "the half message has no REAL_TOPIC or REAL_QID");
         };
@@ -72,12 +81,29 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
                 return fail(code, remark.unwrap_or_default());
             }
         }
-        // SYNC_MASTER: the committed message is on a slave before the op record says done.
+        // SYNC_MASTER: the committed message is on a slave before the op record says done. If
+        // the slaves did not get it, the producer is told, and the half message stays for the
+        // check service: after a failover the new master asks the producer again, where a
+        // finished transaction would be lost (Java answers SUCCESS and writes the op record).
         if let Some(append) = &put.append {
-            let _ = super::send::wait_for_slaves(b, append.end_offset).await;
+            if let Some((code, remark)) = super::send::wait_for_slaves(b, append.end_offset).await {
+                if let Some(key) = key {
+                    b.unreplicated_commits.insert(key, append.end_offset);
+                }
+                tracing::debug!(
+                    group = h.producer_group,
+                    msg_id = h.msg_id,
+                    remark,
+                    "a committed transaction is not on the slaves; it stays open for the check service"
+                );
+                return fail(code, remark);
+            }
         }
     }
     finish(b, &half).await?;
+    if let Some(key) = key {
+        b.unreplicated_commits.remove(&key);
+    }
     Ok(Some(ok(req)))
 }
 

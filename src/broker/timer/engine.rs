@@ -9,6 +9,11 @@
 //! start. Delivery is at least once: a crash between a delivery and the next checkpoint
 //! delivers that slot again.
 //!
+//! A due timer the store refuses (disk full, a failed flush that poisoned it) is never
+//! dropped: the engine waits and tries again until the store accepts it, and progress does not
+//! move past it (a shutdown meanwhile leaves it to be delivered after the restart). Java
+//! drops it after three tries unless `timerEnableRetryUntilSuccess`.
+//!
 //! May import: `broker` (inner, timer), `model`, `store`.
 
 use std::sync::{Arc, Mutex};
@@ -29,8 +34,8 @@ use crate::store::{AcceptAll, GetMessageStatus, PutStatus};
 const CLEAN_INTERVAL: Duration = Duration::from_secs(30);
 /// Messages read from the timer topic per round.
 const BATCH: usize = 64;
-/// Tries of a delivery that failed for a passing reason (`timerEnableRetryUntilSuccess=false`).
-const PUT_TRIES: u32 = 3;
+/// Pause between tries of a delivery the store refused: half a slot, within these bounds.
+const RETRY_PAUSE_MS: (i64, i64) = (10, 1000);
 /// How soon the checkpoint follows a delivery.
 const DELIVERED_FLUSH: Duration = Duration::from_millis(100);
 
@@ -46,6 +51,9 @@ struct Engine<'a> {
     /// with units delivered. Moving the read time over empty slots is not worth a write: after
     /// a restart those slots are walked again, and found empty again.
     dirty: bool,
+    shutdown: &'a CancellationToken,
+    /// A delivery was cut short by the shutdown: progress must stay before that message.
+    interrupted: bool,
 }
 
 /// Runs until `shutdown` (masters with the wheel enabled).
@@ -72,6 +80,8 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
         progress: TimerProgress { read_time_ms, ..recovered },
         unsaved_put_end: 0,
         dirty: false,
+        shutdown: &shutdown,
+        interrupted: false,
     };
     info!(
         precision_ms = p,
@@ -86,7 +96,7 @@ pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
     loop {
         let write = crate::store::now_ms() / p * p;
         let read = e.enqueue(write).await;
-        e.dequeue(write, &shutdown).await;
+        e.dequeue(write).await;
         // After deliveries the checkpoint follows within DELIVERED_FLUSH: a crash re-delivers
         // at most that much.
         let since = last_flush.elapsed();
@@ -152,7 +162,12 @@ impl Engine<'_> {
                 message::property_value(&m.properties, property::TIMER_OUT_MS).and_then(|v| v.parse::<i64>().ok());
             match out {
                 None => warn!(queue_offset = m.queue_offset, "timer message without TIMER_OUT_MS dropped"),
-                Some(t) if t < write => self.deliver(&m, i64::MAX).await,
+                Some(t) if t < write => {
+                    self.deliver(&m, i64::MAX).await;
+                    if self.interrupted {
+                        return read;
+                    }
+                }
                 Some(t) => {
                     let w = self.timer.roll_window_slots;
                     let (slot, magic) = if t - write >= w * self.p {
@@ -177,8 +192,8 @@ impl Engine<'_> {
     }
 
     /// Delivers every slot before `write`, oldest first.
-    async fn dequeue(&mut self, write: i64, shutdown: &CancellationToken) {
-        while self.progress.read_time_ms < write && !shutdown.is_cancelled() {
+    async fn dequeue(&mut self, write: i64) {
+        while self.progress.read_time_ms < write && !self.shutdown.is_cancelled() {
             let units = self.files().units(self.progress.read_time_ms);
             self.dirty |= !units.is_empty();
             for u in units {
@@ -195,6 +210,9 @@ impl Engine<'_> {
                     self.roll(&m).await;
                 } else if u.magic & MAGIC_DELETE == 0 {
                     self.deliver(&m, u.enqueue_time).await;
+                }
+                if self.interrupted {
+                    return; // this slot again after the restart
                 }
             }
             self.progress.read_time_ms += self.p;
@@ -229,26 +247,44 @@ impl Engine<'_> {
         self.put(m.to_store(TIMER_TOPIC.to_owned(), 0, message::map_to_properties(&props))).await;
     }
 
-    /// `doPut` with Java's retries: an illegal message is dropped, a passing failure retried.
+    /// `doPut`: an illegal message is dropped; one the store refuses for a passing reason is
+    /// tried again, every half slot, until the store takes it (see the module doc). Sets
+    /// `interrupted` if the shutdown comes first.
     async fn put(&mut self, msg: MessageToStore) {
-        for attempt in 1..=PUT_TRIES {
+        let mut refused = false;
+        loop {
             let r = self.inner.store.put_messages(std::slice::from_ref(&msg), false).await;
             match r.status {
                 PutStatus::PutOk | PutStatus::FlushDiskTimeout => {
                     let end = r.append.map_or(0, |a| a.end_offset);
                     self.unsaved_put_end = self.unsaved_put_end.max(end);
+                    if refused {
+                        info!(topic = msg.topic, "the store takes writes again; timer delivery resumed");
+                    }
                     return;
                 }
                 PutStatus::MessageIllegal(_) | PutStatus::PropertiesSizeExceeded => {
                     warn!(topic = msg.topic, status = ?r.status, "timer message cannot be stored; dropped");
                     return;
                 }
-                status if attempt < PUT_TRIES => {
-                    warn!(topic = msg.topic, ?status, attempt, "delivering a timer message failed; retrying");
-                    tokio::time::sleep(Duration::from_millis((500 * self.p / 1000) as u64)).await;
-                }
                 status => {
-                    error!(topic = msg.topic, ?status, "delivering a timer message failed {PUT_TRIES} times; dropped")
+                    self.timer.refused_puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if !refused {
+                        refused = true;
+                        warn!(
+                            topic = msg.topic,
+                            ?status,
+                            "the store refuses a due timer message; delivery waits until it takes writes"
+                        );
+                    }
+                    let pause = (self.p / 2).clamp(RETRY_PAUSE_MS.0, RETRY_PAUSE_MS.1) as u64;
+                    tokio::select! {
+                        _ = self.shutdown.cancelled() => {
+                            self.interrupted = true;
+                            return;
+                        }
+                        _ = tokio::time::sleep(Duration::from_millis(pause)) => {}
+                    }
                 }
             }
         }

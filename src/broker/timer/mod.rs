@@ -53,6 +53,8 @@ pub struct TimerService {
     /// wheel.
     pub read_time_ms: std::sync::atomic::AtomicI64,
     pub queue_offset: std::sync::atomic::AtomicI64,
+    /// Deliveries of due timers the store refused (each is tried again until stored).
+    pub refused_puts: std::sync::atomic::AtomicU64,
 }
 
 impl TimerService {
@@ -82,6 +84,7 @@ impl TimerService {
             arrived: Arc::new(Notify::new()),
             read_time_ms: recovered.read_time_ms.into(),
             queue_offset: recovered.queue_offset.into(),
+            refused_puts: 0.into(),
         })
     }
 

@@ -1,12 +1,21 @@
 //! The transaction check service (`TransactionalMessageCheckService`): every
 //! `transactionCheckInterval` it walks the half queue from its progress offset. A half message
-//! that an op record marks finished is passed; one younger than `transactionTimeOut` (or its
-//! `CHECK_IMMUNITY_TIME_IN_SECONDS`) ends the round, as every later one is younger still; one
-//! checked `transactionCheckMax` times, or older than `fileReservedTime`, goes to
-//! TRANS_CHECK_MAX_TIME_TOPIC; any other is put again at the end of the half queue with
-//! `TRANSACTION_CHECK_TIMES` + 1 and its producer group is asked for the outcome
-//! (CHECK_TRANSACTION_STATE, oneway, to one live producer of the group). Progress is committed
-//! as `CID_RMQ_SYS_TRANS` offsets of the half and op queues. Runs on masters only.
+//! that an op record marks finished (by its own queue offset, or on an immunity copy by the
+//! original's) is passed; one younger than `transactionTimeOut` ends the round, as every later
+//! one is younger still; one inside its own `CHECK_IMMUNITY_TIME_IN_SECONDS` is put back at the
+//! end of the queue unchecked and the round goes on (`putImmunityMsgBackToHalfQueue`), so one
+//! producer's long immunity holds up nobody else's checks; one checked `transactionCheckMax`
+//! times, or older than `fileReservedTime`, goes to TRANS_CHECK_MAX_TIME_TOPIC; any other is
+//! put again at the end of the half queue with `TRANSACTION_CHECK_TIMES` + 1 and its producer
+//! group is asked for the outcome (CHECK_TRANSACTION_STATE, oneway, to one live producer of the
+//! group). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
+//! op progress stays before an op record naming the original of an immunity copy not reached
+//! yet ([`ImmuneCopies`]).
+//! Runs on masters only; reading the store runs on the blocking pool, off the async workers.
+//!
+//! An immunity is capped at `transactionCheckMax` x `transactionCheckInterval`: each round puts
+//! an immune half back once, so the cap bounds the copies one message costs. (Java never checks
+//! a half message whose immunity exceeds that bound, so its transaction is never resolved.)
 //!
 //! May import: `broker` (managers), `model`, `protocol` (the request), `store`.
 
@@ -17,7 +26,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::{as_sent, discarded, op_offsets, renewed, CHECK_GROUP, HALF_TOPIC, OP_TOPIC};
+use super::{
+    as_sent, discarded, immunity_copy, op_offsets, prepared_offset, renewed, CHECK_GROUP, HALF_TOPIC, OP_TOPIC,
+};
 use crate::broker::BrokerInner;
 use crate::model::message::{self, offset_msg_id, property, StoredMessage};
 use crate::protocol::header::broker::CheckTransactionStateRequestHeader;
@@ -33,12 +44,33 @@ const ROUND_LIMIT: Duration = Duration::from_secs(60);
 /// Checks every `transactionCheckInterval` until `shutdown`.
 pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
     let interval = Duration::from_millis(inner.config.transaction_check_interval.max(100));
+    let mut immune = ImmuneCopies::default();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(interval) => {},
         }
-        check_round(&inner).await;
+        check_round(&inner, &mut immune).await;
+    }
+}
+
+/// Most originals [`ImmuneCopies`] remembers (past that, see its doc).
+const MAX_IMMUNE_COPIES: usize = 100_000;
+
+/// The queue offsets of the originals of immunity copies put back and not reached since. An
+/// op record naming one must stay ahead of the op progress until its copy is reached, or the
+/// copy would not learn that its transaction is finished and be checked for nothing. In
+/// memory and bounded: after a restart or past the bound, such a copy is checked once its
+/// immunity is over (as in Java, where an op record naming an offset behind the half progress
+/// is never matched).
+#[derive(Default)]
+struct ImmuneCopies(HashSet<i64>);
+
+impl ImmuneCopies {
+    fn remember(&mut self, original: i64) {
+        if self.0.len() < MAX_IMMUNE_COPIES {
+            self.0.insert(original);
+        }
     }
 }
 
@@ -49,21 +81,31 @@ fn read(inner: &BrokerInner, topic: &str, offset: i64) -> (Vec<StoredMessage>, i
     (msgs, r.next_begin_offset, r.status)
 }
 
+/// Runs a store scan on the blocking pool; `None` if it panicked.
+async fn blocking<T: Send + 'static>(
+    inner: &Arc<BrokerInner>,
+    scan: impl FnOnce(&BrokerInner) -> T + Send + 'static,
+) -> Option<T> {
+    let inner = inner.clone();
+    tokio::task::spawn_blocking(move || scan(&inner)).await.ok()
+}
+
 fn progress(inner: &BrokerInner, topic: &str) -> i64 {
     let committed = inner.offsets.query(CHECK_GROUP, topic, 0);
     committed.max(inner.store.min_offset_in_queue(topic, 0))
 }
 
-/// The op records from `op_offset` on: which half offsets are finished (at or after
-/// `half_offset`), and for each op record the half offsets it names.
-fn finished(inner: &BrokerInner, half_offset: i64, op_offset: i64) -> (HashSet<i64>, BTreeMap<i64, Vec<i64>>) {
+/// The op records from `op_offset` on: which half offsets are finished (also those before the
+/// half progress, which immunity copies may name), and for each op record the half offsets it
+/// names.
+fn finished(inner: &BrokerInner, op_offset: i64) -> (HashSet<i64>, BTreeMap<i64, Vec<i64>>) {
     let (mut done, mut ops) = (HashSet::new(), BTreeMap::new());
     let mut offset = op_offset;
     loop {
         let (msgs, next, status) = read(inner, OP_TOPIC, offset);
         for op in &msgs {
             let halves = op_offsets(op);
-            done.extend(halves.iter().copied().filter(|h| *h >= half_offset));
+            done.extend(halves.iter().copied());
             ops.insert(op.queue_offset, halves);
         }
         if status != GetMessageStatus::Found || next <= offset {
@@ -74,16 +116,16 @@ fn finished(inner: &BrokerInner, half_offset: i64, op_offset: i64) -> (HashSet<i
 }
 
 /// One pass over the half queue.
-pub async fn check_round(inner: &Arc<BrokerInner>) {
+async fn check_round(inner: &Arc<BrokerInner>, immune: &mut ImmuneCopies) {
     let started = std::time::Instant::now();
     let round_start = crate::store::now_ms();
     let half_start = progress(inner, HALF_TOPIC);
     let op_start = progress(inner, OP_TOPIC);
     let half_max = inner.store.max_offset_in_queue(HALF_TOPIC, 0);
-    let (done, ops) = finished(inner, half_start, op_start);
+    let Some((done, ops)) = blocking(inner, move |i| finished(i, op_start)).await else { return };
     let mut offset = half_start;
     'round: while offset < half_max && started.elapsed() < ROUND_LIMIT {
-        let (msgs, next, status) = read(inner, HALF_TOPIC, offset);
+        let Some((msgs, next, status)) = blocking(inner, move |i| read(i, HALF_TOPIC, offset)).await else { break };
         if status != GetMessageStatus::Found {
             if next > offset && status != GetMessageStatus::OffsetOverflowOne {
                 offset = next;
@@ -95,7 +137,11 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
             if half.queue_offset < offset {
                 continue;
             }
-            if done.contains(&half.queue_offset) {
+            let prepared = prepared_offset(&half);
+            if done.contains(&half.queue_offset) || prepared.is_some_and(|p| done.contains(&p)) {
+                if let Some(p) = prepared {
+                    immune.0.remove(&p);
+                }
                 offset = half.queue_offset + 1;
                 continue;
             }
@@ -103,8 +149,20 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
             if half.store_timestamp >= round_start {
                 break 'round;
             }
+            if let Some(p) = prepared {
+                immune.0.remove(&p);
+            }
             match decide(inner, &half) {
                 Decision::Wait => break 'round,
+                Decision::Immune => {
+                    let stored = put_back_immune(inner, &half).await;
+                    if stored || prepared.is_some() {
+                        immune.remember(prepared.unwrap_or(half.queue_offset));
+                    }
+                    if !stored {
+                        break 'round;
+                    }
+                }
                 Decision::Discard(why) => {
                     discard(inner, &half, why).await;
                 }
@@ -122,10 +180,11 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
     if offset != half_start {
         inner.offsets.commit(CHECK_GROUP, HALF_TOPIC, 0, offset);
     }
-    // The op progress moves past op records all of whose half messages are behind us.
+    // The op progress moves past op records all of whose half messages are behind us, their
+    // immunity copies included.
     let mut op_offset = op_start;
     for (op, halves) in &ops {
-        if *op != op_offset || halves.iter().any(|h| *h >= offset) {
+        if *op != op_offset || halves.iter().any(|h| *h >= offset || immune.0.contains(h)) {
             break;
         }
         op_offset += 1;
@@ -139,6 +198,8 @@ pub async fn check_round(inner: &Arc<BrokerInner>) {
 enum Decision {
     /// Too young: it and every later half message wait for the next round.
     Wait,
+    /// Inside its own check immunity: put back unchecked, the round goes on.
+    Immune,
     Discard(&'static str),
     /// Ask the producer; the number of checks it will have had.
     Check(i32),
@@ -157,13 +218,30 @@ fn decide(inner: &BrokerInner, half: &StoredMessage) -> Decision {
         return Decision::Discard("older than fileReservedTime");
     }
     let timeout = inner.config.transaction_time_out;
-    let immunity = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS)
-        .map(|v| v.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000)))
-        .unwrap_or(timeout);
-    if (0..immunity).contains(&age) {
-        return Decision::Wait;
+    let Some(immunity) = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS) else {
+        return match (0..timeout).contains(&age) {
+            true => Decision::Wait,
+            false => Decision::Check(times + 1),
+        };
+    };
+    let cap = i64::from(inner.config.transaction_check_max.max(0))
+        .saturating_mul(inner.config.transaction_check_interval.max(100) as i64);
+    let immunity = immunity.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000)).min(cap);
+    // A born time in the future (age < 0) is checked, never kept immune for ever.
+    match (0..immunity).contains(&age) {
+        true => Decision::Immune,
+        false => Decision::Check(times + 1),
     }
-    Decision::Check(times + 1)
+}
+
+/// `putImmunityMsgBackToHalfQueue`. False if the copy could not be stored (the round stops
+/// there and tries again next time).
+async fn put_back_immune(inner: &BrokerInner, half: &StoredMessage) -> bool {
+    let put = inner.store.put_messages(&[immunity_copy(half)], false).await;
+    if !put.is_ok() {
+        warn!(offset = half.queue_offset, status = ?put.status, "putting back a half message inside its check immunity failed");
+    }
+    put.is_ok()
 }
 
 async fn discard(inner: &Arc<BrokerInner>, half: &StoredMessage, why: &str) {

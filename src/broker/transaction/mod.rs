@@ -9,16 +9,22 @@
 //! no answer in time --> check: re-put the half at the end of its queue (TRANSACTION_CHECK_TIMES+1)
 //!                      and send CHECK_TRANSACTION_STATE to a producer of its group; past
 //!                      transactionCheckMax --> TRANS_CHECK_MAX_TIME_TOPIC
+//! within its CHECK_IMMUNITY_TIME_IN_SECONDS --> re-put as is, with TRAN_PREPARED_QUEUE_OFFSET =
+//!                      the queue offset its producer knows (the op record will name that one)
 //! ```
 //! The op topic is the truth about which half messages are finished; the check service's
-//! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept,
-//! so restarts and `kill -9` lose nothing but progress (a finished transaction may be checked again).
+//! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept
+//! on disk, so restarts and `kill -9` lose nothing but progress (a finished transaction may be
+//! checked again). In memory, a SYNC_MASTER remembers commits its slaves did not get
+//! ([`UnreplicatedCommits`]), so that committing one again does not store it twice.
 //!
 //! May import: `broker` (managers, config), `model`, `store`.
 
 pub mod check;
 
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 
@@ -31,11 +37,16 @@ pub const CHECK_MAX_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub const CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 /// `TransactionalMessageUtil.REMOVE_TAG`: the tag of op records.
 pub const REMOVE_TAG: &str = "d";
+/// `PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET`: on a copy put back during its check immunity,
+/// the half queue offset of the original, which its producer's END_TRANSACTION names.
+pub const PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
 
 /// `parseHalfMessageInner`: a transactional send becomes a half message on the half topic's
 /// queue 0, remembering its real topic and queue, with the transaction bits cleared.
 pub fn to_half(msg: &mut MessageToStore) {
     let mut props = message::parse_properties(&msg.properties);
+    // Ours to set (on immunity copies); a producer's would point at another transaction.
+    props.remove(PREPARED_QUEUE_OFFSET);
     if let Some(uniq) = props.get(property::UNIQ_KEY).filter(|u| !u.is_empty()).cloned() {
         props.insert(property::TRANSACTION_ID.to_owned(), uniq);
     }
@@ -114,6 +125,85 @@ pub fn renewed(half: &StoredMessage, check_times: i32) -> MessageToStore {
     let mut props = message::parse_properties(&half.properties);
     props.insert(property::TRANSACTION_CHECK_TIMES.to_owned(), check_times.to_string());
     copy_of(half, HALF_TOPIC, 0, &props)
+}
+
+/// Who a transaction is, the same on all copies of its half message: producer group and
+/// transaction id as the producer gave them, with the connection and time it was sent from
+/// (set by the broker), so that another client reusing the id is another transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TransactionKey {
+    group: String,
+    id: String,
+    born_host: SocketAddr,
+    born_timestamp: i64,
+}
+
+pub fn transaction_key(half: &StoredMessage) -> Option<TransactionKey> {
+    let group = message::property_value(&half.properties, property::PGROUP)?;
+    let id = message::property_value(&half.properties, property::UNIQ_KEY).filter(|u| !u.is_empty())?;
+    Some(TransactionKey {
+        group: group.to_owned(),
+        id: id.to_owned(),
+        born_host: half.born_host,
+        born_timestamp: half.born_timestamp,
+    })
+}
+
+/// Most commits [`UnreplicatedCommits`] remembers; past that the oldest is forgotten (its
+/// transaction may then be committed twice, never lost).
+const MAX_UNREPLICATED: usize = 4096;
+
+/// SYNC_MASTER: transactions whose committed message is stored here but was not on the
+/// slaves when END_TRANSACTION asked, by [`TransactionKey`], with the CommitLog end of that
+/// message. When the producer commits the same transaction again (answering a check), that
+/// message is waited for again instead of being stored a second time. Bounded, in memory: after
+/// a restart a commit stores the message again (a duplicate, never a loss).
+#[derive(Default)]
+pub struct UnreplicatedCommits(Mutex<(HashMap<TransactionKey, u64>, VecDeque<TransactionKey>)>);
+
+impl UnreplicatedCommits {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<TransactionKey, u64>, VecDeque<TransactionKey>)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the stored committed message of this transaction ends, if one waits for slaves.
+    pub fn get(&self, key: &TransactionKey) -> Option<u64> {
+        self.lock().0.get(key).copied()
+    }
+
+    pub fn insert(&self, key: TransactionKey, end_offset: u64) {
+        let mut g = self.lock();
+        let (map, order) = &mut *g;
+        if map.insert(key.clone(), end_offset).is_none() {
+            order.push_back(key);
+        }
+        while map.len() > MAX_UNREPLICATED {
+            let Some(oldest) = order.pop_front() else { break };
+            map.remove(&oldest);
+        }
+    }
+
+    pub fn remove(&self, key: &TransactionKey) {
+        let mut g = self.lock();
+        let (map, order) = &mut *g;
+        if map.remove(key).is_some() {
+            order.retain(|k| k != key);
+        }
+    }
+}
+
+/// `renewImmunityHalfMessageInner`: the half message again at the end of its queue, not counted
+/// as a check, remembering the queue offset of the original (kept from an earlier copy).
+pub fn immunity_copy(half: &StoredMessage) -> MessageToStore {
+    let mut props = message::parse_properties(&half.properties);
+    props.entry(PREPARED_QUEUE_OFFSET.to_owned()).or_insert_with(|| half.queue_offset.to_string());
+    copy_of(half, HALF_TOPIC, 0, &props)
+}
+
+/// The half queue offset an op record names for this half message's transaction besides its
+/// own: the original's, on an immunity copy.
+pub fn prepared_offset(half: &StoredMessage) -> Option<i64> {
+    message::property_value(&half.properties, PREPARED_QUEUE_OFFSET)?.parse().ok()
 }
 
 /// What is kept of a half message given up after too many checks (`resolveDiscardMsg`).

@@ -1,4 +1,4 @@
-//! The records of a transaction: half, committed, op, renewed, discarded, check body.
+//! The records of a transaction: half, committed, op, renewed, immunity copy, discarded, check body.
 
 use std::net::SocketAddr;
 
@@ -102,4 +102,54 @@ fn renewed_discarded_and_check_copies() {
     let s = as_sent(&half);
     assert_eq!((s.topic.as_str(), s.queue_id), ("Orders", 3));
     assert_eq!(message::property_value(&s.properties, "PGROUP"), Some("PG"));
+}
+
+#[test]
+fn immunity_copies_remember_the_offset_the_producer_knows() {
+    let mut m = sent();
+    // A producer cannot point its half message at another transaction's offset.
+    let mut props = message::parse_properties(&m.properties);
+    props.insert(PREPARED_QUEUE_OFFSET.into(), "1".into());
+    m.properties = message::map_to_properties(&props);
+    to_half(&mut m);
+    let half = stored(&m, 5, 4096);
+    assert_eq!(prepared_offset(&half), None);
+    let first = stored(&immunity_copy(&half), 9, 8192);
+    assert_eq!((first.topic.as_str(), first.born_timestamp), (HALF_TOPIC, 1_000));
+    assert_eq!(prepared_offset(&first), Some(5));
+    assert_eq!(message::property_value(&first.properties, "TRANSACTION_CHECK_TIMES"), None, "not a check");
+    // A copy of a copy still names the original.
+    assert_eq!(prepared_offset(&stored(&immunity_copy(&first), 12, 9000)), Some(5));
+}
+
+#[test]
+fn unreplicated_commits_are_bounded_and_keyed_by_who_sent_the_transaction() {
+    let mut m = sent();
+    to_half(&mut m);
+    let half = stored(&m, 5, 4096);
+    let key = transaction_key(&half).unwrap();
+    assert_eq!(transaction_key(&stored(&renewed(&half, 1), 9, 8192)), Some(key.clone()), "the same on copies");
+    let mut other = half.clone();
+    other.born_host = "127.0.0.1:2".parse().unwrap();
+    assert_ne!(transaction_key(&other), Some(key.clone()), "another connection reusing the id");
+
+    let commits = UnreplicatedCommits::default();
+    commits.insert(key.clone(), 100);
+    assert_eq!(commits.get(&key), Some(100));
+    for i in 0..MAX_UNREPLICATED as i64 {
+        let mut h = half.clone();
+        h.born_timestamp = 10_000 + i;
+        commits.insert(transaction_key(&h).unwrap(), 1);
+    }
+    assert_eq!(commits.get(&key), None, "the oldest is forgotten past the bound");
+    assert_eq!(commits.lock().0.len(), MAX_UNREPLICATED);
+    commits.remove(
+        &transaction_key(&half)
+            .map(|mut k| {
+                k.born_timestamp = 10_000;
+                k
+            })
+            .unwrap(),
+    );
+    assert_eq!(commits.lock().1.len(), MAX_UNREPLICATED - 1);
 }

@@ -9,6 +9,11 @@
 //! one write per batch of answers instead of one per message, and no answer before its bytes
 //! are in the page cache (what Java's store into the mapping gives, so a killed process loses
 //! nothing it acknowledged).
+//!
+//! Whoever writes waiting records writes everybody's, under the writer lock. A commit that
+//! finds records waiting *or being written* takes that lock, so it returns only once the write
+//! that carries its records is over, and learns if that write failed: "nothing pending" is
+//! announced only after the bytes are written (or marked lost).
 
 pub mod record;
 
@@ -55,14 +60,15 @@ const MAX_PENDING: usize = 256 << 10;
 pub struct CommitLog {
     files: MappedFileQueue,
     writer: Mutex<Writer>,
-    /// Whether deferred records wait (read without the lock by [`Self::commit`]).
+    /// Whether deferred records wait or are being written (read without the lock by
+    /// [`Self::commit`]); cleared only once their write is over.
     has_pending: AtomicBool,
     /// Writing deferred records failed once: they are lost, and [`Self::commit`] says so from
-    /// then on (whoever deferred them must not acknowledge them).
+    /// then on (whoever deferred them must not acknowledge them). Set before `has_pending` is
+    /// cleared.
     lost_deferred: AtomicBool,
-    /// Tests: the next write of waiting records fails.
     #[cfg(test)]
-    fail_next_write: AtomicBool,
+    hooks: tests::TestHooks,
 }
 
 impl CommitLog {
@@ -79,7 +85,7 @@ impl CommitLog {
             has_pending: AtomicBool::new(false),
             lost_deferred: AtomicBool::new(false),
             #[cfg(test)]
-            fail_next_write: AtomicBool::new(false),
+            hooks: tests::TestHooks::default(),
         })
     }
 
@@ -216,22 +222,29 @@ impl CommitLog {
         Ok(AppendResult { offsets, end_offset: base + total as u64, queue_offset, store_timestamp, wrote_bytes: total })
     }
 
-    /// Whether deferred records wait for a [`Self::commit`].
+    /// Whether deferred records wait for a [`Self::commit`] (or are being written by one).
     pub fn has_pending(&self) -> bool {
         self.has_pending.load(Ordering::Acquire)
     }
 
-    /// Writes the deferred records; `true` if there were any. `Err` if this write failed, or
-    /// an earlier write of deferred records did (by a commit, or by an append writing what
-    /// waited before it): those records are lost, the CommitLog ends before them.
+    /// Writes the deferred records; `true` if this call wrote any. Returns only once every
+    /// record deferred before the call is written: when another thread is writing them, it
+    /// waits for that write. `Err` if that write failed, or an earlier write of deferred records
+    /// did (by a commit, or by an append writing what waited before it): those records are
+    /// lost, the CommitLog ends before them.
     pub fn commit(&self) -> Result<bool, StoreError> {
         let lost = || StoreError::NotWritable("a write of deferred CommitLog records failed; they are lost".into());
-        if self.lost_deferred.load(Ordering::Acquire) {
-            return Err(lost());
-        }
+        // `has_pending` first: once it reads false, the write that cleared it is over and its
+        // failure, if any, is visible in `lost_deferred`.
         if !self.has_pending.load(Ordering::Acquire) {
-            return Ok(false);
+            return match self.lost_deferred.load(Ordering::Acquire) {
+                true => Err(lost()),
+                false => Ok(false),
+            };
         }
+        #[cfg(test)]
+        tests::TestHooks::run(&self.hooks.commit_locks);
+        // The writer lock is held for the whole of any write of waiting records.
         let mut w = self.writer();
         if self.lost_deferred.load(Ordering::Acquire) {
             return Err(lost());
@@ -242,12 +255,14 @@ impl CommitLog {
     }
 
     /// Writes `w.pending` at the write position of `file` (the segment it continues) and empties
-    /// it, also when the write fails (then deferred records among them are marked lost).
+    /// it, also when the write fails (then deferred records among them are marked lost). Called
+    /// with the writer lock held; `has_pending` is cleared after the write, not before.
     fn write_pending(&self, w: &mut Writer, file: &MappedFile) -> Result<(), StoreError> {
         let had_deferred = w.pending_file.take().is_some();
-        self.has_pending.store(false, Ordering::Release);
         #[cfg(test)]
-        let injected = self.fail_next_write.swap(false, Ordering::AcqRel);
+        tests::TestHooks::run(&self.hooks.in_write);
+        #[cfg(test)]
+        let injected = self.hooks.fail_next_write.swap(false, Ordering::AcqRel);
         #[cfg(not(test))]
         let injected = false;
         let result = if injected {
@@ -264,13 +279,8 @@ impl CommitLog {
         if result.is_err() && had_deferred {
             self.lost_deferred.store(true, Ordering::Release);
         }
+        self.has_pending.store(false, Ordering::Release);
         result
-    }
-
-    /// Tests: makes the next write of waiting records fail.
-    #[cfg(test)]
-    pub(super) fn fail_next_write(&self) {
-        self.fail_next_write.store(true, Ordering::Release);
     }
 
     /// The written bytes from `offset` to the end of its segment.

@@ -1,5 +1,28 @@
 use super::*;
+use std::sync::mpsc;
+
 use bytes::Bytes;
+
+/// Tests: faults and pauses injected into the write path.
+#[derive(Default)]
+pub(super) struct TestHooks {
+    /// The next write of waiting records fails.
+    pub fail_next_write: AtomicBool,
+    /// Run inside the next write of waiting records, before its bytes go out (writer lock held).
+    pub in_write: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Run by the next commit that has to take the writer lock (records wait or are being
+    /// written), before it does.
+    pub commit_locks: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl TestHooks {
+    pub(super) fn run(slot: &Mutex<Option<Box<dyn FnOnce() + Send>>>) {
+        let hook = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
 
 fn msg(topic: &str, queue_id: i32, body: usize) -> MessageToStore {
     MessageToStore {
@@ -141,11 +164,56 @@ fn a_failed_write_of_deferred_records_fails_every_later_commit() {
     let dir = tempfile::tempdir().unwrap();
     let log = CommitLog::load(dir.path(), 64 * 1024, false).unwrap();
     log.append(&[msg("T", 0, 100)], || 1, true).unwrap();
-    log.fail_next_write();
+    log.hooks.fail_next_write.store(true, Ordering::Release);
     // An append that is not deferred writes what waits with itself: it fails, and the deferred
     // record before it is lost with it.
     assert!(log.append(&[msg("T", 0, 100)], || 2, false).is_err());
     assert_eq!(log.max_offset(), 0);
     assert!(log.commit().is_err(), "the deferred record's owner must learn it is lost");
     assert!(log.commit().is_err(), "and so must every later commit");
+}
+
+/// Connection B deferred a record; connection A's commit is writing it (and that write will
+/// fail). B's commit must neither return "nothing pending" while A's write is in flight nor
+/// succeed afterwards: B would acknowledge a lost message.
+#[test]
+fn a_commit_waits_for_the_write_in_flight_that_carries_its_records() {
+    #[derive(Debug)]
+    enum Event {
+        BTakesTheLock,
+        BDone(Result<bool, String>),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(CommitLog::load(dir.path(), 64 * 1024, false).unwrap());
+    log.append(&[msg("T", 0, 100)], || 1, true).unwrap(); // B's record, deferred
+    let (writing_tx, writing_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    *log.hooks.in_write.lock().unwrap() = Some(Box::new(move || {
+        writing_tx.send(()).unwrap();
+        let _ = release_rx.recv(); // until released (or the test is over)
+    }));
+    log.hooks.fail_next_write.store(true, Ordering::Release);
+    let a = std::thread::spawn({
+        let log = log.clone();
+        move || log.commit().map_err(|e| e.to_string())
+    });
+    writing_rx.recv().unwrap(); // A is inside the write of B's record
+
+    let (events_tx, events_rx) = mpsc::channel();
+    let hook_tx = events_tx.clone();
+    *log.hooks.commit_locks.lock().unwrap() = Some(Box::new(move || hook_tx.send(Event::BTakesTheLock).unwrap()));
+    let b = std::thread::spawn({
+        let log = log.clone();
+        move || events_tx.send(Event::BDone(log.commit().map_err(|e| e.to_string()))).unwrap()
+    });
+    let first = events_rx.recv().unwrap();
+    assert!(
+        matches!(first, Event::BTakesTheLock),
+        "B's commit returned {first:?} while A was still writing B's record"
+    );
+    drop(release_tx);
+    assert!(a.join().unwrap().is_err(), "A's write failed");
+    let Event::BDone(b_result) = events_rx.recv().unwrap() else { panic!("B reported twice") };
+    assert!(b_result.is_err(), "B must learn its record is lost, got {b_result:?}");
+    b.join().unwrap();
 }
