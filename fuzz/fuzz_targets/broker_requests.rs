@@ -137,7 +137,7 @@ async fn raw(addr: &str, bytes: &[u8]) {
     let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else { return };
     let _ = s.write_all(bytes).await;
     let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(Duration::from_millis(100), s.read(&mut buf)).await;
+    let _ = tokio::time::timeout(Duration::from_millis(20), s.read(&mut buf)).await;
 }
 
 async fn max_offset(e: &Env) -> i64 {
@@ -179,7 +179,7 @@ fuzz_target!(|data: &[u8]| {
                     if req.is_oneway() {
                         let _ = e.client.invoke_oneway(&e.addr, req).await;
                     } else {
-                        let _ = e.client.invoke(&e.addr, req, Duration::from_millis(200)).await;
+                        let _ = e.client.invoke(&e.addr, req, Duration::from_millis(50)).await;
                     }
                 }
             }
