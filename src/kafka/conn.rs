@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{fetch, groups, metadata, produce, producer_ids, versions, Kafka};
+use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, Kafka};
 
 /// Kafka's `socket.request.max.bytes`.
 pub const MAX_REQUEST: usize = 100 * 1024 * 1024;
@@ -146,8 +146,8 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         RequestKind::SyncGroup(r) => groups::sync(k, &req, r).await,
         RequestKind::Heartbeat(r) => groups::heartbeat(k, &req, r),
         RequestKind::LeaveGroup(r) => groups::leave(k, &req, r),
-        RequestKind::OffsetCommit(r) => groups::offset_commit(k, &req, r).await,
-        RequestKind::OffsetFetch(r) => groups::offset_fetch(k, &req, r),
+        RequestKind::OffsetCommit(r) => offsets::offset_commit(k, &req, r).await,
+        RequestKind::OffsetFetch(r) => offsets::offset_fetch(k, &req, r),
         RequestKind::ListGroups(r) => groups::list_groups(k, &req, r),
         RequestKind::DescribeGroups(r) => groups::describe_groups(k, &req, r),
         RequestKind::DeleteGroups(r) => groups::delete_groups(k, &req, r).await,

@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 
 use super::conn::{reply, Reply, Request};
 use super::records::{self, error};
-use super::{mapping, Kafka};
+use super::{mapping, names, Kafka};
 use crate::model::perm;
 use crate::store::commit_log::record;
 use crate::store::{AcceptAll, READ_AFTER_SEND_WAIT};
@@ -39,6 +39,10 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
         let signals: Vec<Arc<Notify>> = r
             .topics
             .iter()
+            // Only served partitions get a signal: a hostile name must not leave one behind.
+            .filter(|t| {
+                names::check_topic(&k.shared.config, &t.topic.0).is_ok() && k.shared.topics.contains(&t.topic.0)
+            })
             .flat_map(|t| t.partitions.iter().map(|p| k.shared.hold.signal(&t.topic.0, p.partition)))
             .collect();
         let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
@@ -92,6 +96,9 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
 fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: usize, first: bool) -> PartitionData {
     let s = &k.shared;
     let mut out = PartitionData::default().with_partition_index(partition);
+    if let Err((code, _)) = names::check_topic(&s.config, topic) {
+        return out.with_error_code(code).with_high_watermark(-1);
+    }
     let Some(view) = s.topics.view(topic).filter(|v| partition >= 0 && partition < v.read_queue_nums) else {
         return out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_high_watermark(-1);
     };
@@ -158,7 +165,9 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
             let q = p.partition_index;
             let resp = ListOffsetsPartitionResponse::default().with_partition_index(q).with_leader_epoch(-1);
             let known = s.topics.view(&t.name.0).is_some_and(|v| q >= 0 && q < v.read_queue_nums);
-            let resp = if !known {
+            let resp = if let Err((code, _)) = names::check_topic(&s.config, &t.name.0) {
+                resp.with_error_code(code).with_timestamp(-1).with_offset(-1)
+            } else if !known {
                 resp.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_timestamp(-1).with_offset(-1)
             } else {
                 let (min, max) = (s.store.min_offset_in_queue(&t.name.0, q), s.store.max_offset_in_queue(&t.name.0, q));

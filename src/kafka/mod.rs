@@ -13,8 +13,11 @@
 //!                     |-- produce.rs    record batches (records.rs) -> mapping.rs -> store
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
 //!                     |-- metadata.rs   Metadata, topics, configs, cluster
-//!                     |-- groups.rs     FindCoordinator, group.rs coordinator, offsets
+//!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
+//!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
 //!                     `-- producer_ids.rs  InitProducerId, idempotent sequences
+//! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
+//! system topics and groups refused)
 //! ```
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
@@ -25,6 +28,8 @@ pub mod group;
 mod groups;
 mod mapping;
 mod metadata;
+mod names;
+mod offsets;
 mod produce;
 mod producer_ids;
 pub mod records;

@@ -14,7 +14,7 @@ use tracing::debug;
 use super::conn::{reply, Reply, Request};
 use super::producer_ids::{BatchSeq, SeqCheck};
 use super::records::{self, error};
-use super::{mapping, Kafka};
+use super::{mapping, names, Kafka};
 use crate::ha::master::ReplicaWait;
 use crate::model::perm;
 use crate::store::PutStatus;
@@ -71,6 +71,7 @@ async fn produce_partition(
     timeout_ms: i32,
 ) -> Result<(i64, i64), records::Refusal> {
     let s = &k.shared;
+    names::check_topic(&s.config, topic)?;
     let unknown = || (error::UNKNOWN_TOPIC_OR_PARTITION, format!("{topic}-{partition} is not served here"));
     let view = s.topics.view(topic).ok_or_else(unknown)?;
     if partition < 0 || partition >= view.write_queue_nums {

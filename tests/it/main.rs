@@ -10,6 +10,7 @@ mod config_files;
 mod crash;
 mod golden;
 mod ha;
+mod hostile_kafka;
 mod java_config;
 mod kafka;
 mod layering;

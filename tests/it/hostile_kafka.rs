@@ -1,0 +1,188 @@
+//! Issue #25 on the Kafka door: requests a hostile client sends, each written to fail before
+//! its fix. Names (invalid Kafka topics, groups that could corrupt `topic@group` offset keys),
+//! RocketMQ's system topics and groups (invisible and untouchable), compressed batches that
+//! inflate without bound, producer state a client can grow, a frame that announces a size and
+//! stalls, and Kafka headers that must still give a tag and keys.
+
+use bytes::Bytes;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+use super::broker::{call_addr, send, TestBroker};
+use super::kafka::*;
+use super::support::*;
+
+const HALF: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
+const INVALID_GROUP_ID: i16 = 24;
+
+fn group(s: &str) -> GroupId {
+    GroupId(StrBytes::from_string(s.to_owned()))
+}
+
+fn fetch(topic: &str) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![fetch_request::FetchTopic::default().with_topic(name(topic)).with_partitions(vec![
+            fetch_request::FetchPartition::default().with_fetch_offset(0).with_partition_max_bytes(1 << 20),
+        ])])
+}
+
+fn list_offsets(topic: &str) -> ListOffsetsRequest {
+    ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        list_offsets_request::ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![list_offsets_request::ListOffsetsPartition::default().with_timestamp(-1)]),
+    ])
+}
+
+fn commit(g: &str, topic: &str, offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest::default()
+        .with_group_id(group(g))
+        .with_generation_id_or_member_epoch(-1)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_topics(vec![offset_commit_request::OffsetCommitRequestTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![offset_commit_request::OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)])])
+}
+
+fn commit_code(r: &OffsetCommitResponse) -> i16 {
+    r.topics[0].partitions[0].error_code
+}
+
+fn metadata(topic: &str) -> MetadataRequest {
+    MetadataRequest::default()
+        .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default().with_name(Some(name(topic)))]))
+        .with_allow_auto_topic_creation(true)
+}
+
+fn join(g: &str) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(group(g))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(StrBytes::from_static_str(""))
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![join_group_request::JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(Bytes::from_static(b"m"))])
+}
+
+/// Stores one half message (a RocketMQ transactional send): `RMQ_SYS_TRANS_HALF_TOPIC` exists and holds it.
+async fn half_message(b: &TestBroker) {
+    let mut tx = send("TX", 0, b"uncommitted", "TagT");
+    tx.ext_fields.insert(
+        "i".into(),
+        ferrocket::model::message::properties_to_string([("TRAN_MSG", "true"), ("PGROUP", "PG"), ("UNIQ_KEY", "U1")]),
+    );
+    tx.ext_fields.insert("g".into(), ferrocket::store::now_ms().to_string());
+    let r = call_addr(&client(), &b.addr, tx).await;
+    assert_eq!(r.code, 0, "{:?}", r.remark);
+}
+
+/// Before the fix: a Fetch of the half topic answered 0 with the uncommitted message, a Produce
+/// appended to it, Metadata described it, and a commit of `CID_RMQ_SYS_TRANS` was stored.
+#[tokio::test]
+async fn rocketmq_system_topics_and_groups_are_invisible_and_untouchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    half_message(&b).await;
+    let mut c = Conn::open(port).await;
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch(HALF)).await;
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, TOPIC_AUTHORIZATION_FAILED, "a Kafka client reads no half message");
+    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce(HALF, 1, batch(1, None))).await;
+    assert_eq!(first(&r).0, TOPIC_AUTHORIZATION_FAILED, "no forged half or op records");
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &list_offsets(HALF)).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    for topic in [HALF, "rmq_sys_wheel_timer", "SCHEDULE_TOPIC_XXXX", "TBW102"] {
+        let r: MetadataResponse = c.call(ApiKey::Metadata, 12, &metadata(topic)).await;
+        assert_eq!(r.topics[0].error_code, TOPIC_AUTHORIZATION_FAILED, "{topic}");
+        assert!(r.topics[0].partitions.is_empty(), "{topic}");
+    }
+    let all: MetadataResponse = c.call(ApiKey::Metadata, 12, &MetadataRequest::default().with_topics(None)).await;
+    assert!(all.topics.iter().all(|t| !t.name.as_ref().unwrap().starts_with("RMQ_SYS")), "not listed");
+    let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("CID_RMQ_SYS_TRANS", "TX", 5)).await;
+    assert_eq!(commit_code(&r), GROUP_AUTHORIZATION_FAILED, "no commit past pending transactions");
+    let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("user-group", HALF, 5)).await;
+    assert_eq!(commit_code(&r), TOPIC_AUTHORIZATION_FAILED);
+    let del = DeleteTopicsRequest::default().with_topic_names(vec![name(HALF)]);
+    let r: DeleteTopicsResponse = c.call(ApiKey::DeleteTopics, 5, &del).await;
+    assert_eq!(r.responses[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    let del = DeleteGroupsRequest::default().with_groups_names(vec![group("CID_RMQ_SYS_TRANS")]);
+    let r: DeleteGroupsResponse = c.call(ApiKey::DeleteGroups, 2, &del).await;
+    assert_eq!(r.results[0].error_code, GROUP_AUTHORIZATION_FAILED);
+    let r: JoinGroupResponse = c.call(ApiKey::JoinGroup, 9, &join("CID_RMQ_SYS_TRANS")).await;
+    assert_eq!(r.error_code, GROUP_AUTHORIZATION_FAILED);
+    let fc = FindCoordinatorRequest::default()
+        .with_key_type(0)
+        .with_coordinator_keys(vec![StrBytes::from_static_str("CID_RMQ_SYS_TRANS")]);
+    let r: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, &fc).await;
+    assert_eq!(r.coordinators[0].error_code, GROUP_AUTHORIZATION_FAILED);
+    // The half message is still there for the transaction check, and only it.
+    let offsets = call_addr(
+        &client(),
+        &b.addr,
+        request(ferrocket::protocol::RequestCode::GET_MAX_OFFSET, &[("topic", HALF), ("queueId", "0")]),
+    )
+    .await;
+    assert_eq!(offsets.ext_fields.get("offset").map(String::as_str), Some("1"));
+    b.stop().await;
+}
+
+/// Before the fix: a group with '@' or '/' was committed (its `topic@group` key then read as
+/// another group's by DeleteGroups and OffsetFetch, and `%RETRY%../x` became a topic), JoinGroup
+/// parked it, and a topic with '/' got UNKNOWN_TOPIC_OR_PARTITION instead of INVALID_TOPIC.
+#[tokio::test]
+async fn hostile_topic_and_group_names_get_kafkas_codes_and_reach_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "my.topic", 1).await;
+    for bad in ["a@b", "../../outside", "x/y", "", "tab\tname", &"g".repeat(250)] {
+        let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit(bad, "my.topic", 3)).await;
+        assert_eq!(commit_code(&r), INVALID_GROUP_ID, "commit by {bad:?}");
+        let r: JoinGroupResponse = c.call(ApiKey::JoinGroup, 9, &join(bad)).await;
+        assert_eq!(r.error_code, INVALID_GROUP_ID, "join of {bad:?}");
+        let fc = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_string(bad.to_owned())]);
+        let r: FindCoordinatorResponse = c.call(ApiKey::FindCoordinator, 4, &fc).await;
+        assert_eq!(r.coordinators[0].error_code, INVALID_GROUP_ID, "coordinator of {bad:?}");
+        let dg = DescribeGroupsRequest::default().with_groups(vec![group(bad)]);
+        let r: DescribeGroupsResponse = c.call(ApiKey::DescribeGroups, 5, &dg).await;
+        assert_eq!(r.groups[0].error_code, INVALID_GROUP_ID, "describe of {bad:?}");
+        let hb = HeartbeatRequest::default().with_group_id(group(bad)).with_member_id(StrBytes::from_static_str("m"));
+        let r: HeartbeatResponse = c.call(ApiKey::Heartbeat, 4, &hb).await;
+        assert_eq!(r.error_code, INVALID_GROUP_ID, "heartbeat of {bad:?}");
+    }
+    for bad in ["../x", "a/b", "a b", "%RETRY%g", &"t".repeat(250)] {
+        let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce(bad, 1, batch(1, None))).await;
+        assert_eq!(first(&r).0, INVALID_TOPIC_EXCEPTION, "produce to {bad:?}");
+        let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch(bad)).await;
+        assert_eq!(r.responses[0].partitions[0].error_code, INVALID_TOPIC_EXCEPTION, "fetch of {bad:?}");
+        let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &list_offsets(bad)).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, INVALID_TOPIC_EXCEPTION, "offsets of {bad:?}");
+        let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("g1", bad, 3)).await;
+        assert_eq!(commit_code(&r), INVALID_TOPIC_EXCEPTION, "commit on {bad:?}");
+    }
+    // Names Kafka allows keep working: '.' in a topic, '.' and ':' in a group.
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("my.topic", 1, batch(1, None))).await;
+    assert_eq!(first(&r), (0, 0));
+    let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("app.consumer:1", "my.topic", 1)).await;
+    assert_eq!(commit_code(&r), 0);
+    let of = OffsetFetchRequest::default().with_group_id(group("app.consumer:1")).with_topics(None);
+    let r: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 7, &of).await;
+    assert_eq!(r.topics[0].partitions[0].committed_offset, 1);
+    let outside = dir.path().parent().unwrap().join("outside");
+    assert!(!outside.exists());
+    b.stop().await;
+}
