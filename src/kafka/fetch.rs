@@ -142,7 +142,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
                 run_base = m.queue_offset;
             }
             taken += slice.len();
-            run.push(mapping::to_record(&m));
+            run.push(mapping::to_record(&m, s.config.max_message_size));
             next = m.queue_offset + 1;
         }
         next = next.max(got.next_begin_offset);

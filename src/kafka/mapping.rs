@@ -151,8 +151,9 @@ pub fn to_store(
     }
 }
 
-/// The Kafka record for a stored message.
-pub fn to_record(m: &StoredMessage) -> Record {
+/// The Kafka record for a stored message; a compressed body is inflated up to `max_body` bytes
+/// (a body that would inflate further is handed out as stored).
+pub fn to_record(m: &StoredMessage, max_body: usize) -> Record {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut key = None;
     let mut headers = Vec::new();
@@ -173,7 +174,7 @@ pub fn to_record(m: &StoredMessage) -> Record {
     let value = if null_value {
         None
     } else if m.sys_flag & sys_flag::COMPRESSED != 0 {
-        Some(inflate(&m.body).unwrap_or_else(|| m.body.clone()))
+        Some(inflate(&m.body, max_body).unwrap_or_else(|| m.body.clone()))
     } else {
         Some(m.body.clone())
     };
@@ -185,11 +186,11 @@ fn property_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
     s.split(message::PROPERTY_SEPARATOR).filter_map(|p| p.split_once(message::NAME_VALUE_SEPARATOR))
 }
 
-/// A body RocketMQ producers zlib-compressed (`sysFlag` COMPRESSED).
-fn inflate(body: &[u8]) -> Option<Bytes> {
-    use std::io::Read;
-    let mut out = Vec::with_capacity(body.len() * 4);
-    flate2::read::ZlibDecoder::new(body).read_to_end(&mut out).ok()?;
+/// A body RocketMQ producers zlib-compressed (`sysFlag` COMPRESSED), through the same cap as
+/// Kafka batches: a stored zlib bomb must not inflate without bound on a Fetch.
+fn inflate(body: &[u8], max: usize) -> Option<Bytes> {
+    let mut out = Vec::new();
+    super::inflate::read_capped(flate2::read::ZlibDecoder::new(body), max, &mut out).ok()?;
     Some(Bytes::from(out))
 }
 
@@ -210,7 +211,7 @@ mod tests {
             properties: m.properties.clone(),
             ..sample()
         };
-        to_record(&stored)
+        to_record(&stored, 1 << 20)
     }
 
     fn b(s: &str) -> Bytes {
@@ -252,7 +253,7 @@ mod tests {
         let props =
             message::properties_to_string([("KEYS", "k1"), ("TAGS", "TagB"), ("UNIQ_KEY", "X"), ("color", "red")]);
         let mut s = StoredMessage { properties: props, body: b("hello"), born_timestamp: 5, ..sample() };
-        let r = to_record(&s);
+        let r = to_record(&s, 1 << 20);
         assert_eq!(r.key, Some(b("k1")));
         assert_eq!(r.headers, vec![(b("TAGS"), Some(b("TagB"))), (b("color"), Some(b("red")))]);
         use std::io::Write;
@@ -260,7 +261,18 @@ mod tests {
         z.write_all(b"hello").unwrap();
         s.body = Bytes::from(z.finish().unwrap());
         s.sys_flag = sys_flag::COMPRESSED;
-        assert_eq!(to_record(&s).value, Some(b("hello")));
+        assert_eq!(to_record(&s, 1 << 20).value, Some(b("hello")));
+    }
+
+    #[test]
+    fn a_stored_zlib_bomb_is_handed_out_as_stored() {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&vec![0u8; 4 << 20]).unwrap();
+        let body = Bytes::from(z.finish().unwrap());
+        let s = StoredMessage { body: body.clone(), sys_flag: sys_flag::COMPRESSED, ..sample() };
+        assert_eq!(to_record(&s, 1 << 20).value, Some(body), "over the cap: not inflated");
+        assert_eq!(to_record(&s, 4 << 20).value.map(|v| v.len()), Some(4 << 20));
     }
 
     fn sample() -> StoredMessage {

@@ -10,7 +10,8 @@
 //! ```text
 //! client --frame--> conn.rs (one request at a time per connection, answers in order, as Kafka)
 //!                     |-- versions.rs   ApiVersions, advertised ranges, header versions
-//!                     |-- produce.rs    record batches (records.rs) -> mapping.rs -> store
+//!                     |-- produce.rs    record batches (records.rs, inflate.rs capped, off the
+//!                     |                 async workers) -> mapping.rs -> store
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
 //!                     |-- metadata.rs   Metadata, topics, configs, cluster
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
@@ -26,6 +27,7 @@ pub mod conn;
 mod fetch;
 pub mod group;
 mod groups;
+mod inflate;
 mod mapping;
 mod metadata;
 mod names;

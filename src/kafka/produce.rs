@@ -85,8 +85,19 @@ async fn produce_partition(
     if data.len() > limit {
         return Err((error::MESSAGE_TOO_LARGE, format!("batch of {} bytes, over maxMessageSize {limit}", data.len())));
     }
-    let batch = records::parse_one_batch(data, limit)?;
-    let recs = records::records(&batch)?;
+    let compressed = records::is_compressed(&data);
+    let parse = move || {
+        let batch = records::parse_one_batch(data, limit)?;
+        let recs = records::records(&batch)?;
+        Ok::<_, records::Refusal>((batch, recs))
+    };
+    let (batch, recs) = if compressed {
+        // Inflating (up to maxMessageSize) is CPU work: off the async workers.
+        let inflating = tokio::task::spawn_blocking(parse).await;
+        inflating.map_err(|e| (error::UNKNOWN_SERVER_ERROR, format!("inflating the batch failed: {e}")))??
+    } else {
+        parse()?
+    };
     let idempotent = batch.producer_id >= 0;
     let seq = BatchSeq {
         pid: batch.producer_id,

@@ -186,3 +186,58 @@ async fn hostile_topic_and_group_names_get_kafkas_codes_and_reach_nothing() {
     assert!(!outside.exists());
     b.stop().await;
 }
+
+/// A zstd frame of RLE blocks: `mib` MiB of zeros in 4 bytes per 128 KiB (16 KiB for 512 MiB).
+fn zstd_zeros(mib: usize) -> Vec<u8> {
+    let mut f = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38]; // magic; no content size; window 128 KiB
+    let blocks = mib * 8;
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let header = (128 * 1024u32) << 3 | 1 << 1 | last; // RLE block of 128 KiB
+        f.extend_from_slice(&header.to_le_bytes()[..3]);
+        f.push(0);
+    }
+    f
+}
+
+/// A v2 batch header around already compressed records (`codec`: 1 gzip .. 4 zstd).
+fn compressed_batch(codec: i16, count: i32, compressed: &[u8]) -> Bytes {
+    let mut b = bytes::BytesMut::from(&batch(1, None)[..61]);
+    b.extend_from_slice(compressed);
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    b[21..23].copy_from_slice(&codec.to_be_bytes());
+    b[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    b[57..61].copy_from_slice(&count.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+/// The process's peak resident set (`VmHWM`), in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Before the fix: the 16 KiB batch inflated to 512 MiB (the peak RSS rose by more than that)
+/// before MESSAGE_TOO_LARGE. Now the inflating stops at maxMessageSize. The decoder's own bound
+/// is proven by `kafka::inflate`'s unit tests; this checks the answer and the peak end to end.
+#[tokio::test]
+async fn a_zstd_bomb_is_refused_without_inflating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "bomb", 1).await;
+    let bomb = compressed_batch(4, 1000, &zstd_zeros(512));
+    assert!(bomb.len() < 17 * 1024, "{}", bomb.len());
+    let before = peak_rss_kib();
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("bomb", 1, bomb)).await;
+    let grown_mib = (peak_rss_kib() - before) / 1024;
+    assert_eq!(first(&r).0, 10, "MESSAGE_TOO_LARGE");
+    assert!(grown_mib < 256, "the peak RSS grew by {grown_mib} MiB");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("bomb", 1, batch(1, None))).await;
+    assert_eq!(first(&r), (0, 0), "nothing was stored, and the broker still serves");
+    b.stop().await;
+}
