@@ -30,8 +30,8 @@ struct IdFile {
 #[derive(Default)]
 struct Entry {
     epoch: i16,
-    /// (first sequence, last sequence, base offset), oldest first.
-    batches: VecDeque<(i32, i32, i64)>,
+    /// (first sequence, last sequence, base offset, CommitLog end offset), oldest first.
+    batches: VecDeque<(i32, i32, i64, u64)>,
 }
 
 struct State {
@@ -58,8 +58,12 @@ pub struct BatchSeq {
 #[derive(Debug, PartialEq)]
 pub enum SeqCheck {
     Append,
-    /// Already stored: answer with its base offset, store nothing.
-    Duplicate(i64),
+    /// Already stored: answer with its base offset once the bytes up to `end` (its CommitLog end
+    /// offset) meet the request's flush and replica conditions; store nothing.
+    Duplicate {
+        offset: i64,
+        end: u64,
+    },
     Refuse(i16, String),
 }
 
@@ -94,8 +98,8 @@ impl ProducerIds {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let Some(e) = s.entries.get(&(pid, topic.to_owned(), partition)) else { return SeqCheck::Append };
         if e.epoch == epoch {
-            if let Some((_, _, offset)) = e.batches.iter().find(|(f, l, _)| *f == first && *l == last) {
-                return SeqCheck::Duplicate(*offset);
+            if let Some((_, _, offset, end)) = e.batches.iter().find(|(f, l, _, _)| *f == first && *l == last) {
+                return SeqCheck::Duplicate { offset: *offset, end: *end };
             }
         }
         if epoch < e.epoch {
@@ -126,8 +130,8 @@ impl ProducerIds {
         }
     }
 
-    /// Remembers an appended batch.
-    pub fn appended(&self, seq: BatchSeq, topic: &str, partition: i32, offset: i64) {
+    /// Remembers an appended batch: its base queue offset and CommitLog end offset.
+    pub fn appended(&self, seq: BatchSeq, topic: &str, partition: i32, offset: i64, end: u64) {
         let BatchSeq { pid, epoch, first, last } = seq;
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let e = s.entries.entry((pid, topic.to_owned(), partition)).or_default();
@@ -138,7 +142,7 @@ impl ProducerIds {
         if e.batches.len() == RETAINED {
             e.batches.pop_front();
         }
-        e.batches.push_back((first, last, offset));
+        e.batches.push_back((first, last, offset, end));
     }
 }
 
@@ -179,19 +183,23 @@ mod tests {
         assert_eq!(again.allocate(), Some(BLOCK), "a restart starts past the persisted block");
 
         assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Append);
-        p.appended(b(0, 0, 0, 4), "T", 0, 100);
-        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Duplicate(100), "a replay returns the first offset");
+        p.appended(b(0, 0, 0, 4), "T", 0, 100, 0);
+        assert_eq!(
+            p.check(b(0, 0, 0, 4), "T", 0),
+            SeqCheck::Duplicate { offset: 100, end: 0 },
+            "a replay returns the first offset"
+        );
         assert_eq!(p.check(b(0, 0, 5, 9), "T", 0), SeqCheck::Append);
         assert!(matches!(p.check(b(0, 0, 7, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
         assert!(matches!(p.check(b(0, 1, 3, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
         assert_eq!(p.check(b(0, 1, 0, 0), "T", 0), SeqCheck::Append, "a new epoch starts at 0");
-        p.appended(b(0, 1, 0, 0), "T", 0, 105);
+        p.appended(b(0, 1, 0, 0), "T", 0, 105, 0);
         assert!(matches!(p.check(b(0, 0, 1, 1), "T", 0), SeqCheck::Refuse(error::INVALID_PRODUCER_EPOCH, _)));
         assert_eq!(p.check(b(0, 0, 42, 42), "T", 1), SeqCheck::Append, "unknown partition: any sequence");
         for i in 1..=6 {
-            p.appended(b(0, 1, i, i), "T", 0, 105 + i64::from(i));
+            p.appended(b(0, 1, i, i), "T", 0, 105 + i64::from(i), 0);
         }
-        assert_eq!(p.check(b(0, 1, 2, 2), "T", 0), SeqCheck::Duplicate(107));
+        assert_eq!(p.check(b(0, 1, 2, 2), "T", 0), SeqCheck::Duplicate { offset: 107, end: 0 });
         assert_eq!(
             p.check(b(0, 1, 1, 1), "T", 0),
             SeqCheck::Refuse(

@@ -23,6 +23,7 @@ pub mod error {
     pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
     pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
     pub const ILLEGAL_GENERATION: i16 = 22;
     pub const UNKNOWN_MEMBER_ID: i16 = 25;

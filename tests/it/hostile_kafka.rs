@@ -241,3 +241,48 @@ async fn a_zstd_bomb_is_refused_without_inflating_it() {
     assert_eq!(first(&r), (0, 0), "nothing was stored, and the broker still serves");
     b.stop().await;
 }
+
+async fn init_producer_id(c: &mut Conn) -> i64 {
+    let req = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, &req).await;
+    assert_eq!(r.error_code, 0);
+    r.producer_id.0
+}
+
+async fn latest(c: &mut Conn, topic: &str) -> i64 {
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &list_offsets(topic)).await;
+    r.topics[0].partitions[0].offset
+}
+
+/// Before the fix: acks=all on a SYNC_MASTER without a slave answered NOT_ENOUGH_REPLICAS after
+/// storing the batch (the high watermark moved), and the producer's retry of that idempotent
+/// batch was a "duplicate" answered with success, though no slave ever held it.
+#[tokio::test]
+async fn not_enough_replicas_means_not_appended_and_a_duplicate_waits_like_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = super::broker::start_broker(dir.path(), |c| {
+        c.kafka_listen_port = port;
+        c.broker_role = "SYNC_MASTER".into();
+    })
+    .await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "durable", 1).await;
+    let pid = init_producer_id(&mut c).await;
+    let all = produce("durable", -1, batch(2, Some((pid, 0, 0))));
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &all).await;
+    assert_eq!(first(&r).0, 19, "NOT_ENOUGH_REPLICAS");
+    assert_eq!(latest(&mut c, "durable").await, 0, "NOT_ENOUGH_REPLICAS: nothing was appended");
+    let one = produce("durable", 1, batch(2, Some((pid, 0, 0))));
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &one).await;
+    assert_eq!(first(&r), (0, 0), "acks=1 stores it");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &all).await;
+    assert_eq!(first(&r).0, 19, "the duplicate meets acks=all no more than the original would");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &one).await;
+    assert_eq!(first(&r), (0, 0), "a duplicate under acks=1: the original offset");
+    assert_eq!(latest(&mut c, "durable").await, 2, "stored once");
+    b.stop().await;
+}
