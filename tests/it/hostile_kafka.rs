@@ -286,3 +286,25 @@ async fn not_enough_replicas_means_not_appended_and_a_duplicate_waits_like_the_o
     assert_eq!(latest(&mut c, "durable").await, 2, "stored once");
     b.stop().await;
 }
+
+/// Before the fix: a client that announced a 50 MiB frame and sent 10 bytes of it held its
+/// connection (and a zeroed 50 MiB buffer) for ever; kafkaConnectionsMaxIdleMs only covered the
+/// wait for the next frame's size.
+#[tokio::test]
+async fn a_frame_that_stalls_midway_is_closed_by_the_idle_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = super::broker::start_broker(dir.path(), |c| {
+        c.kafka_listen_port = port;
+        c.kafka_connections_max_idle_ms = 300;
+    })
+    .await;
+    let mut c = Conn::open(port).await;
+    c.stream.write_all(&(50 * 1024 * 1024i32).to_be_bytes()).await.unwrap();
+    c.stream.write_all(&[0; 10]).await.unwrap();
+    let mut rest = [0u8; 16];
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(10), c.stream.read(&mut rest)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the broker closes the stalled connection: {closed:?}");
+    b.stop().await;
+}
