@@ -101,7 +101,10 @@ impl Kafka {
             })?;
             (h.to_owned(), i32::from(port))
         };
-        let producers = producer_ids::ProducerIds::open(&c.config_dir().join("kafkaProducerId.json"))?;
+        let producers = producer_ids::ProducerIds::open(
+            &c.config_dir().join("kafkaProducerId.json"),
+            c.kafka_producer_id_expiration_ms,
+        )?;
         let commit_metadata = commit_metadata::CommitMetadata::open(&c.config_dir().join("kafkaCommitMetadata.json"))?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {

@@ -21,7 +21,11 @@ use super::{mapping, names, Kafka};
 use crate::ha::master::ReplicaWait;
 use crate::ha::HaService;
 use crate::model::perm;
-use crate::store::PutStatus;
+use crate::store::{now_ms, PutStatus};
+
+fn wall_ms() -> u64 {
+    u64::try_from(now_ms()).unwrap_or(0)
+}
 
 pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
     let acks = r.acks;
@@ -117,7 +121,7 @@ async fn produce_partition(
             return Err((error::NOT_ENOUGH_REPLICAS, format!("{in_sync} of {needed} slaves in sync; not appended")));
         }
     }
-    let check = if idempotent { k.producers.check(seq, topic, partition) } else { SeqCheck::Append };
+    let check = if idempotent { k.producers.check(seq, topic, partition, wall_ms()) } else { SeqCheck::Append };
     let (offset, end) = match check {
         SeqCheck::Refuse(code, why) => return Err((code, why)),
         // Stored before: answered only once it is as durable as a fresh append would be.
@@ -134,7 +138,7 @@ async fn produce_partition(
                 return Err((code, format!("not stored: {:?}", result.status)));
             };
             if idempotent {
-                k.producers.appended(seq, topic, partition, append.queue_offset, append.end_offset);
+                k.producers.appended(seq, topic, partition, append.queue_offset, append.end_offset, wall_ms());
             }
             if code != error::NONE {
                 return Err((code, format!("stored, but {:?}", result.status)));

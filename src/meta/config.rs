@@ -143,6 +143,9 @@ config_struct! {
         kafka_group_max_session_timeout_ms: i32 = 1_800_000 => "kafkaGroupMaxSessionTimeoutMs",
         /// Kafka's connections.max.idle.ms: a connection silent this long is closed (0: never).
         kafka_connections_max_idle_ms: u64 = 600_000 => "kafkaConnectionsMaxIdleMs",
+        /// Kafka's producer.id.expiration.ms: an idempotent producer's sequence state is
+        /// forgotten this long after its last write.
+        kafka_producer_id_expiration_ms: u64 = 86_400_000 => "kafkaProducerIdExpirationMs",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

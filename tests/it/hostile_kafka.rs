@@ -308,3 +308,22 @@ async fn a_frame_that_stalls_midway_is_closed_by_the_idle_timeout() {
     assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the broker closes the stalled connection: {closed:?}");
     b.stop().await;
 }
+
+/// Before the fix: any producer id was taken, and each fresh one left sequence state behind for
+/// good. Now only ids InitProducerId handed out are served (state expiry: producer_ids' tests).
+#[tokio::test]
+async fn made_up_producer_ids_get_unknown_producer_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "pids", 1).await;
+    for pid in [123_456, i64::MAX] {
+        let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("pids", 1, batch(1, Some((pid, 0, 0))))).await;
+        assert_eq!(first(&r).0, 59, "UNKNOWN_PRODUCER_ID for {pid}");
+    }
+    let pid = init_producer_id(&mut c).await;
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("pids", 1, batch(1, Some((pid, 0, 0))))).await;
+    assert_eq!(first(&r), (0, 0));
+    assert_eq!(latest(&mut c, "pids").await, 1, "only the issued producer's batch is stored");
+    b.stop().await;
+}
