@@ -213,9 +213,15 @@ pub fn leave(k: &Arc<Kafka>, req: &Request, r: LeaveGroupRequest) -> Reply {
 }
 
 pub fn list_groups(k: &Arc<Kafka>, req: &Request, r: ListGroupsRequest) -> Reply {
-    let groups = k
-        .coordinator
-        .list_groups()
+    let mut listed = k.coordinator.list_groups();
+    // Groups known only by their committed offsets ("simple" groups, or whose record went idle):
+    // Empty with no protocol type, as Kafka lists them.
+    for g in k.retention.groups() {
+        if let Err(at) = listed.binary_search_by(|l| l.group_id.cmp(&g)) {
+            listed.insert(at, group::GroupListing { group_id: g, protocol_type: String::new(), state: "Empty" });
+        }
+    }
+    let groups = listed
         .into_iter()
         .filter(|g| r.states_filter.is_empty() || r.states_filter.iter().any(|f| f.eq_ignore_ascii_case(g.state)))
         .map(|g| {

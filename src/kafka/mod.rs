@@ -16,7 +16,9 @@
 //!                     |-- metadata.rs   Metadata, topics, configs, cluster
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
 //!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
-//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences
+//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
+//! offsets of Kafka groups nobody is in
 //! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
 //! system topics and groups refused)
 //! ```
@@ -35,6 +37,7 @@ mod offsets;
 mod produce;
 mod producer_ids;
 pub mod records;
+mod retention;
 mod versions;
 
 use std::net::SocketAddr;
@@ -85,6 +88,8 @@ pub struct Kafka {
     pub node_id: i32,
     /// OffsetCommit metadata strings; offsets themselves are RocketMQ's.
     commit_metadata: commit_metadata::CommitMetadata,
+    /// When each Kafka group last committed: offsets.retention.minutes.
+    retention: retention::GroupRetention,
 }
 
 impl Kafka {
@@ -106,18 +111,24 @@ impl Kafka {
             c.kafka_producer_id_expiration_ms,
         )?;
         let commit_metadata = commit_metadata::CommitMetadata::open(&c.config_dir().join("kafkaCommitMetadata.json"))?;
+        let retention = retention::GroupRetention::open(
+            &c.config_dir().join("kafkaGroupCommits.json"),
+            c.kafka_offsets_retention_minutes,
+        )?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig {
                 min_session_timeout_ms: c.kafka_group_min_session_timeout_ms,
                 max_session_timeout_ms: c.kafka_group_max_session_timeout_ms,
                 initial_rebalance_delay_ms: c.kafka_group_initial_rebalance_delay_ms.max(0),
+                ..group::CoordinatorConfig::default()
             }),
             producers,
             advertised,
             node_id,
             shared,
             commit_metadata,
+            retention,
         }))
     }
 
@@ -126,6 +137,7 @@ impl Kafka {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
         // `maxConnections`, as on the RocketMQ listeners: further connections wait in the backlog.
+        tracker.spawn(retention::run(self.clone(), shutdown.clone()));
         let permits = Arc::new(tokio::sync::Semaphore::new(self.shared.config.max_connections.max(1)));
         loop {
             let permit = tokio::select! {

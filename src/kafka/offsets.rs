@@ -32,6 +32,7 @@ pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest
     };
     if check == error::NONE {
         register_group(k, &group).await;
+        k.retention.committed(&group, u64::try_from(crate::store::now_ms()).unwrap_or(0)).await;
     }
     let mut topics = Vec::with_capacity(r.topics.len());
     for t in r.topics {

@@ -146,6 +146,9 @@ config_struct! {
         /// Kafka's producer.id.expiration.ms: an idempotent producer's sequence state is
         /// forgotten this long after its last write.
         kafka_producer_id_expiration_ms: u64 = 86_400_000 => "kafkaProducerIdExpirationMs",
+        /// Kafka's offsets.retention.minutes: a Kafka group nobody is in loses the offsets it
+        /// committed through the Kafka listener this long after its last commit.
+        kafka_offsets_retention_minutes: u64 = 10_080 => "kafkaOffsetsRetentionMinutes",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

@@ -327,3 +327,43 @@ async fn made_up_producer_ids_get_unknown_producer_id() {
     assert_eq!(latest(&mut c, "pids").await, 1, "only the issued producer's batch is stored");
     b.stop().await;
 }
+
+async fn committed_offset(c: &mut Conn, g: &str, topic: &str) -> i64 {
+    let of = OffsetFetchRequest::default().with_group_id(group(g)).with_topics(Some(vec![
+        offset_fetch_request::OffsetFetchRequestTopic::default().with_name(name(topic)).with_partition_indexes(vec![0]),
+    ]));
+    let r: OffsetFetchResponse = c.call(ApiKey::OffsetFetch, 7, &of).await;
+    r.topics[0].partitions[0].committed_offset
+}
+
+/// Before the fix: every group that ever committed kept its offsets for good (a client minting
+/// group ids grew consumerOffset.json without bound). With kafkaOffsetsRetentionMinutes=0 a
+/// group nobody is in expires at the next sweep; one runs when the listener starts.
+#[tokio::test]
+async fn offsets_of_a_kafka_group_nobody_is_in_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start = || {
+        super::broker::start_broker(dir.path(), |c| {
+            c.kafka_listen_port = port;
+            c.kafka_offsets_retention_minutes = 0;
+        })
+    };
+    let b = start().await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "kept", 1).await;
+    let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("passing-by", "kept", 7)).await;
+    assert_eq!(commit_code(&r), 0);
+    assert_eq!(committed_offset(&mut c, "passing-by", "kept").await, 7);
+    let listed: ListGroupsResponse = c.call(ApiKey::ListGroups, 4, &ListGroupsRequest::default()).await;
+    assert!(listed.groups.iter().any(|g| &*g.group_id.0 == "passing-by"), "a simple group is listed, Empty");
+    b.stop().await;
+    let b = start().await;
+    let expired = eventually(std::time::Duration::from_secs(10), || async {
+        let mut c = Conn::open(port).await;
+        committed_offset(&mut c, "passing-by", "kept").await == -1
+    })
+    .await;
+    assert!(expired, "the offsets of a group nobody is in expire");
+    b.stop().await;
+}
