@@ -39,11 +39,13 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
         let signals: Vec<Arc<Notify>> = r
             .topics
             .iter()
-            // Only served partitions get a signal: a hostile name must not leave one behind.
-            .filter(|t| {
-                names::check_topic(&k.shared.config, &t.topic.0).is_ok() && k.shared.topics.contains(&t.topic.0)
+            // Only served partitions get a signal: a hostile name or partition must not leave one.
+            .filter(|t| names::check_topic(&k.shared.config, &t.topic.0).is_ok())
+            .filter_map(|t| k.shared.topics.view(&t.topic.0).map(|v| (t, v.read_queue_nums)))
+            .flat_map(|(t, queues)| {
+                let served = t.partitions.iter().filter(move |p| p.partition >= 0 && p.partition < queues);
+                served.map(|p| k.shared.hold.signal(&t.topic.0, p.partition))
             })
-            .flat_map(|t| t.partitions.iter().map(|p| k.shared.hold.signal(&t.topic.0, p.partition)))
             .collect();
         let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
             signals.iter().map(|s| Box::pin(s.notified())).collect();

@@ -20,6 +20,7 @@ use super::records::{self, error};
 use super::{mapping, names, Kafka};
 use crate::ha::master::ReplicaWait;
 use crate::ha::HaService;
+use crate::model::name::shown;
 use crate::model::perm;
 use crate::store::{now_ms, PutStatus};
 
@@ -46,7 +47,7 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
             match outcome {
                 Ok((base, start)) => resp = resp.with_base_offset(base).with_log_start_offset(start),
                 Err((code, why)) => {
-                    debug!(peer = %req.peer, topic = name, partition = p.index, code, why, "produce refused");
+                    debug!(peer = %req.peer, topic = %shown(&name), partition = p.index, code, why, "produce refused");
                     resp = resp.with_error_code(code).with_base_offset(-1);
                     if req.version >= 8 {
                         resp = resp.with_error_message(Some(StrBytes::from_string(why)));
