@@ -367,3 +367,28 @@ async fn offsets_of_a_kafka_group_nobody_is_in_expire() {
     assert!(expired, "the offsets of a group nobody is in expire");
     b.stop().await;
 }
+
+/// The capped decoders take what Kafka clients send: each codec's batch is stored whole.
+#[tokio::test]
+async fn compressed_batches_of_every_codec_are_stored() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "codecs", 1).await;
+    let plain = batch(3, None);
+    let recs = &plain[61..];
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(recs).unwrap();
+    let mut lz = lz4::EncoderBuilder::new().build(Vec::new()).unwrap();
+    lz.write_all(recs).unwrap();
+    let snappy = snap::raw::Encoder::new().compress_vec(recs).unwrap();
+    let codecs = [(1, gz.finish().unwrap()), (2, snappy), (3, lz.finish().0), (4, zstd::encode_all(recs, 3).unwrap())];
+    for (i, (codec, compressed)) in codecs.into_iter().enumerate() {
+        let r: ProduceResponse =
+            c.call(ApiKey::Produce, 9, &produce("codecs", 1, compressed_batch(codec, 3, &compressed))).await;
+        assert_eq!(first(&r), (0, 3 * i as i64), "codec {codec}");
+    }
+    assert_eq!(latest(&mut c, "codecs").await, 12);
+    b.stop().await;
+}
