@@ -1,6 +1,6 @@
 //! Kafka's `offsets.retention.minutes` for the groups that commit through the Kafka listener
-//! (`kafkaOffsetsRetentionMinutes`, 7 days): a group whose last commit is older than that, and
-//! that has no member and no pending member id, loses its offsets (RocketMQ's consumer offsets
+//! (`kafkaOffsetsRetentionMinutes`, 7 days): a group whose last commit (or last sweep that found
+//! members in it) is older than that, and that has no member and no pending member id, loses its offsets (RocketMQ's consumer offsets
 //! of that group), its commit metadata and its coordinator record. Idle coordinator records
 //! (Empty, nobody joined) go at every sweep. Sweeps run every 10 minutes (Kafka's
 //! `offsets.retention.check.interval.ms`). Groups RocketMQ consumers use are never touched:
@@ -101,10 +101,17 @@ impl GroupRetention {
     }
 }
 
-/// One sweep at `now` (ms): drops idle coordinator records, then expires the groups whose last
-/// commit is past the retention and that nobody is in. Returns the groups whose offsets went.
+/// One sweep at `now` (ms): drops idle coordinator records, restarts the clock of every group
+/// someone is in (Kafka's retention runs from the moment a group empties; here from the last
+/// sweep that found it in use), then expires the groups past the retention that nobody is in.
+/// Returns the groups whose offsets went.
 pub async fn sweep(k: &Kafka, now: u64) -> Vec<String> {
     k.coordinator.sweep_idle();
+    for g in k.retention.groups() {
+        if k.coordinator.in_use(&g) {
+            k.retention.committed(&g, now).await;
+        }
+    }
     let mut gone = Vec::new();
     for g in k.retention.expired(now) {
         if matches!(k.coordinator.delete_group(&g), group::errors::NONE | group::errors::GROUP_ID_NOT_FOUND) {
@@ -136,8 +143,67 @@ pub async fn run(k: Arc<Kafka>, shutdown: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::config::BrokerConfig;
 
     const MINUTE: u64 = 60_000;
+
+    /// The Kafka front end over a store in `dir`, with no listener.
+    fn kafka(dir: &Path) -> Arc<Kafka> {
+        use crate::meta::*;
+        let config = BrokerConfig {
+            store_path_root_dir: dir.to_owned(),
+            kafka_offsets_retention_minutes: 10,
+            ..BrokerConfig::default()
+        };
+        let shared = super::super::Shared {
+            store: Arc::new(crate::store::MessageStore::open(config.store_config()).unwrap()),
+            topics: Arc::new(topic::TopicConfigManager::load(&config).unwrap()),
+            offsets: Arc::new(offset::ConsumerOffsetManager::load(&config).unwrap()),
+            groups: Arc::new(subscription::SubscriptionGroupManager::load(&config).unwrap()),
+            hold: Arc::new(hold::PullHold::default()),
+            live: Arc::new(live::LiveConfig::new(&config)),
+            ha: None,
+            topics_changed: Arc::new(tokio::sync::Notify::new()),
+            store_host: "127.0.0.1:10911".parse().unwrap(),
+            closing: CancellationToken::new(),
+            config,
+        };
+        Kafka::new(shared).unwrap()
+    }
+
+    /// Before the fix: nothing ever removed a Kafka group's offsets. Now a group nobody is in
+    /// expires a retention after its last commit, and one with a member keeps restarting its clock.
+    #[tokio::test]
+    async fn a_sweep_expires_groups_nobody_is_in_and_keeps_those_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = kafka(dir.path());
+        let t0 = 1_000 * MINUTE;
+        for g in ["gone", "in-use"] {
+            k.shared.offsets.commit(g, "T", 0, 5);
+            k.retention.committed(g, t0).await;
+        }
+        let join = group::JoinRequest {
+            group_id: "in-use".into(),
+            member_id: String::new(),
+            group_instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 30_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), bytes::Bytes::new())],
+            version: 5,
+            reason: None,
+        };
+        // A pending member id is enough to be "in use".
+        assert_eq!(k.coordinator.join(join).await.error, group::errors::MEMBER_ID_REQUIRED);
+        assert!(sweep(&k, t0 + 5 * MINUTE).await.is_empty(), "within the retention");
+        assert_eq!(sweep(&k, t0 + 11 * MINUTE).await, vec!["gone".to_owned()]);
+        assert_eq!(k.shared.offsets.query("gone", "T", 0), -1);
+        assert_eq!(k.shared.offsets.query("in-use", "T", 0), 5, "someone is in it");
+        assert_eq!(k.retention.expired(t0 + 11 * MINUTE), Vec::<String>::new(), "its clock restarted");
+        assert_eq!(k.retention.groups(), vec!["in-use".to_owned()]);
+    }
 
     #[tokio::test]
     async fn groups_expire_a_retention_after_their_last_commit_and_the_clock_survives_a_reopen() {

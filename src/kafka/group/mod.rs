@@ -308,6 +308,11 @@ impl Coordinator {
         before - groups.len()
     }
 
+    /// Someone is in the group: a member or a pending member id.
+    pub fn in_use(&self, group_id: &str) -> bool {
+        self.lock().get(group_id).is_some_and(|g| !g.is_idle())
+    }
+
     /// Groups held (tests and metrics).
     pub fn group_count(&self) -> usize {
         self.lock().len()
