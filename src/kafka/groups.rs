@@ -293,6 +293,7 @@ pub async fn delete_groups(k: &Arc<Kafka>, req: &Request, r: DeleteGroupsRequest
         }
         if code == group::errors::NONE {
             k.commit_metadata.remove_group(&id.0).await;
+            k.retention.forget(&[id.0.to_string()]).await;
         }
         results.push(delete_groups_response::DeletableGroupResult::default().with_group_id(id).with_error_code(code));
     }

@@ -357,6 +357,13 @@ async fn offsets_of_a_kafka_group_nobody_is_in_expire() {
     assert_eq!(committed_offset(&mut c, "passing-by", "kept").await, 7);
     let listed: ListGroupsResponse = c.call(ApiKey::ListGroups, 4, &ListGroupsRequest::default()).await;
     assert!(listed.groups.iter().any(|g| &*g.group_id.0 == "passing-by"), "a simple group is listed, Empty");
+    let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("deleted", "kept", 1)).await;
+    assert_eq!(commit_code(&r), 0);
+    let del = DeleteGroupsRequest::default().with_groups_names(vec![group("deleted")]);
+    let r: DeleteGroupsResponse = c.call(ApiKey::DeleteGroups, 2, &del).await;
+    assert_eq!(r.results[0].error_code, 0);
+    let listed: ListGroupsResponse = c.call(ApiKey::ListGroups, 4, &ListGroupsRequest::default()).await;
+    assert!(listed.groups.iter().all(|g| &*g.group_id.0 != "deleted"), "a deleted group is not listed");
     b.stop().await;
     let b = start().await;
     let expired = eventually(std::time::Duration::from_secs(10), || async {
