@@ -3,6 +3,9 @@
 //! Java client checks each correlation id against its oldest request). Produce with acks=0
 //! gets no answer.
 //!
+//! A connection silent for `kafkaConnectionsMaxIdleMs` (Kafka's connections.max.idle.ms) is
+//! closed, also in the middle of a frame; a frame's buffer grows with the bytes that arrive.
+//!
 //! Bad input closes the connection with a warn line, as Kafka does: a frame over the size
 //! limit, an unknown API, a version outside our range (other than ApiVersions, which KIP-511
 //! answers), a body that does not decode.
@@ -14,12 +17,12 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
 use kafka_protocol::protocol::Decodable;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use super::{fetch, groups, metadata, produce, producer_ids, versions, Kafka};
+use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, Kafka};
 
 /// Kafka's `socket.request.max.bytes`.
 pub const MAX_REQUEST: usize = 100 * 1024 * 1024;
@@ -59,10 +62,10 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
             warn!(%peer, size, limit = MAX_REQUEST, "Kafka request frame size out of range; closing the connection");
             return;
         };
-        let mut buf = BytesMut::zeroed(size);
-        if read.read_exact(&mut buf).await.is_err() {
+        let Some(buf) = read_body(&mut read, size, idle).await else {
+            debug!(%peer, size, "Kafka connection closed or silent in the middle of a request; closing");
             return;
-        }
+        };
         let reply = match handle(&k, buf.freeze(), peer).await {
             Ok(r) => r,
             Err(why) => {
@@ -76,6 +79,24 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
             }
         }
     }
+}
+
+/// Reads a `size`-byte frame body. The buffer grows with the bytes that actually arrive (a
+/// declared size never sizes an allocation up front), and each read must come within `idle`:
+/// a client that announces a frame and stalls is closed like an idle one (`None`).
+async fn read_body<R: AsyncRead + Unpin>(read: &mut R, size: usize, idle: Duration) -> Option<BytesMut> {
+    const STEP: usize = 64 * 1024;
+    let mut buf = BytesMut::with_capacity(size.min(STEP));
+    while buf.len() < size {
+        let left = size - buf.len();
+        buf.reserve(left.min(buf.len().max(STEP)));
+        let mut limited = read.take(left as u64);
+        match tokio::time::timeout(idle, limited.read_buf(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return None,
+        }
+    }
+    Some(buf)
 }
 
 /// A request frame's body after decoding: what the handlers get, or an answer made without
@@ -146,8 +167,8 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         RequestKind::SyncGroup(r) => groups::sync(k, &req, r).await,
         RequestKind::Heartbeat(r) => groups::heartbeat(k, &req, r),
         RequestKind::LeaveGroup(r) => groups::leave(k, &req, r),
-        RequestKind::OffsetCommit(r) => groups::offset_commit(k, &req, r).await,
-        RequestKind::OffsetFetch(r) => groups::offset_fetch(k, &req, r),
+        RequestKind::OffsetCommit(r) => offsets::offset_commit(k, &req, r).await,
+        RequestKind::OffsetFetch(r) => offsets::offset_fetch(k, &req, r),
         RequestKind::ListGroups(r) => groups::list_groups(k, &req, r),
         RequestKind::DescribeGroups(r) => groups::describe_groups(k, &req, r),
         RequestKind::DeleteGroups(r) => groups::delete_groups(k, &req, r).await,

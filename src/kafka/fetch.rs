@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 
 use super::conn::{reply, Reply, Request};
 use super::records::{self, error};
-use super::{mapping, Kafka};
+use super::{mapping, names, Kafka};
 use crate::model::perm;
 use crate::store::commit_log::record;
 use crate::store::{AcceptAll, READ_AFTER_SEND_WAIT};
@@ -39,7 +39,13 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
         let signals: Vec<Arc<Notify>> = r
             .topics
             .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| k.shared.hold.signal(&t.topic.0, p.partition)))
+            // Only served partitions get a signal: a hostile name or partition must not leave one.
+            .filter(|t| names::check_topic(&k.shared.config, &t.topic.0).is_ok())
+            .filter_map(|t| k.shared.topics.view(&t.topic.0).map(|v| (t, v.read_queue_nums)))
+            .flat_map(|(t, queues)| {
+                let served = t.partitions.iter().filter(move |p| p.partition >= 0 && p.partition < queues);
+                served.map(|p| k.shared.hold.signal(&t.topic.0, p.partition))
+            })
             .collect();
         let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
             signals.iter().map(|s| Box::pin(s.notified())).collect();
@@ -92,6 +98,9 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
 fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: usize, first: bool) -> PartitionData {
     let s = &k.shared;
     let mut out = PartitionData::default().with_partition_index(partition);
+    if let Err((code, _)) = names::check_topic(&s.config, topic) {
+        return out.with_error_code(code).with_high_watermark(-1);
+    }
     let Some(view) = s.topics.view(topic).filter(|v| partition >= 0 && partition < v.read_queue_nums) else {
         return out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_high_watermark(-1);
     };
@@ -135,7 +144,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
                 run_base = m.queue_offset;
             }
             taken += slice.len();
-            run.push(mapping::to_record(&m));
+            run.push(mapping::to_record(&m, s.config.max_message_size));
             next = m.queue_offset + 1;
         }
         next = next.max(got.next_begin_offset);
@@ -158,7 +167,9 @@ pub async fn list_offsets(k: &Kafka, req: &Request, r: ListOffsetsRequest) -> Re
             let q = p.partition_index;
             let resp = ListOffsetsPartitionResponse::default().with_partition_index(q).with_leader_epoch(-1);
             let known = s.topics.view(&t.name.0).is_some_and(|v| q >= 0 && q < v.read_queue_nums);
-            let resp = if !known {
+            let resp = if let Err((code, _)) = names::check_topic(&s.config, &t.name.0) {
+                resp.with_error_code(code).with_timestamp(-1).with_offset(-1)
+            } else if !known {
                 resp.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_timestamp(-1).with_offset(-1)
             } else {
                 let (min, max) = (s.store.min_offset_in_queue(&t.name.0, q), s.store.max_offset_in_queue(&t.name.0, q));

@@ -1,8 +1,7 @@
 //! Consumer groups over the wire: FindCoordinator (this node for groups; transactions are
 //! refused with a non-retriable error so a transactional producer fails fast), the classic
-//! protocol handed to [`super::group::Coordinator`], and committed offsets, which live with
-//! RocketMQ's consumer offsets (`config/consumerOffset.json`, same "next offset" meaning), so
-//! both kinds of tools see Kafka groups' progress. Commit metadata is kept in memory.
+//! protocol handed to [`super::group::Coordinator`], ListGroups, DescribeGroups and DeleteGroups.
+//! Committed offsets are [`super::offsets`]'. Every group named passes [`super::names`] first.
 
 use std::sync::Arc;
 
@@ -12,8 +11,6 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator as Coordina
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
-use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
-use kafka_protocol::messages::offset_fetch_response::*;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -21,12 +18,9 @@ use super::conn::{reply, Reply, Request};
 use super::group::{self, JoinRequest, LeaveMember, SyncRequest};
 use super::metadata::s;
 use super::records::error;
-use super::Kafka;
+use super::{names, Kafka};
 
-const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-/// `offset.metadata.max.bytes`.
-const MAX_METADATA: usize = 4096;
 
 fn opt(v: &Option<StrBytes>) -> Option<String> {
     v.as_ref().map(|x| x.to_string())
@@ -35,12 +29,17 @@ fn opt(v: &Option<StrBytes>) -> Option<String> {
 pub fn find_coordinator(k: &Kafka, req: &Request, r: FindCoordinatorRequest) -> Reply {
     let keys: Vec<StrBytes> = if req.version >= 4 { r.coordinator_keys.clone() } else { vec![r.key.clone()] };
     let answer = |key: StrBytes| {
-        let c = CoordinatorEntry::default().with_key(key);
-        match r.key_type {
-            0 => c.with_node_id(BrokerId(k.node_id)).with_host(s(k.advertised.0.clone())).with_port(k.advertised.1),
+        let c = CoordinatorEntry::default().with_key(key.clone());
+        match (r.key_type, names::check_group(&key)) {
+            (0, Err((code, why))) => {
+                c.with_node_id(BrokerId(-1)).with_port(-1).with_error_code(code).with_error_message(Some(s(why)))
+            }
+            (0, Ok(())) => {
+                c.with_node_id(BrokerId(k.node_id)).with_host(s(k.advertised.0.clone())).with_port(k.advertised.1)
+            }
             // A non-retriable error: the Java producer (v4) fails on any; librdkafka (v0-2) only
             // on TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and keeps asking on anything else.
-            1 => c
+            (1, _) => c
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)
                 .with_error_code(if req.version >= 4 {
@@ -51,7 +50,7 @@ pub fn find_coordinator(k: &Kafka, req: &Request, r: FindCoordinatorRequest) -> 
                 .with_error_message(Some(s(
                     "transactions are not supported by this broker (ferrocket): use a non-transactional producer",
                 ))),
-            t => c
+            (t, _) => c
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)
                 .with_error_code(error::INVALID_REQUEST)
@@ -88,6 +87,10 @@ fn join_error(code: i16) -> group::JoinResponse {
 }
 
 pub async fn join(k: &Arc<Kafka>, req: &Request, r: JoinGroupRequest) -> Reply {
+    if let Err((code, _)) = names::check_group(&r.group_id.0) {
+        let resp = JoinGroupResponse::default().with_error_code(code).with_generation_id(-1);
+        return reply(req, &resp.with_protocol_name(if req.version >= 7 { None } else { Some(s("")) }));
+    }
     let j = JoinRequest {
         group_id: r.group_id.0.to_string(),
         member_id: r.member_id.to_string(),
@@ -137,6 +140,9 @@ pub async fn join(k: &Arc<Kafka>, req: &Request, r: JoinGroupRequest) -> Reply {
 }
 
 pub async fn sync(k: &Arc<Kafka>, req: &Request, r: SyncGroupRequest) -> Reply {
+    if let Err((code, _)) = names::check_group(&r.group_id.0) {
+        return reply(req, &SyncGroupResponse::default().with_error_code(code));
+    }
     let sreq = SyncRequest {
         group_id: r.group_id.0.to_string(),
         member_id: r.member_id.to_string(),
@@ -167,6 +173,9 @@ pub async fn sync(k: &Arc<Kafka>, req: &Request, r: SyncGroupRequest) -> Reply {
 }
 
 pub fn heartbeat(k: &Arc<Kafka>, req: &Request, r: HeartbeatRequest) -> Reply {
+    if let Err((code, _)) = names::check_group(&r.group_id.0) {
+        return reply(req, &HeartbeatResponse::default().with_error_code(code));
+    }
     let code = k.coordinator.heartbeat(&r.group_id.0, &r.member_id, r.generation_id, r.group_instance_id.as_deref());
     reply(req, &HeartbeatResponse::default().with_error_code(code))
 }
@@ -180,7 +189,10 @@ pub fn leave(k: &Arc<Kafka>, req: &Request, r: LeaveGroupRequest) -> Reply {
     } else {
         vec![LeaveMember { member_id: r.member_id.to_string(), group_instance_id: None }]
     };
-    let (top, codes) = k.coordinator.leave(&r.group_id.0, &members);
+    let (top, codes) = match names::check_group(&r.group_id.0) {
+        Err((code, _)) => (code, Vec::new()),
+        Ok(()) => k.coordinator.leave(&r.group_id.0, &members),
+    };
     let mut resp = LeaveGroupResponse::default();
     if req.version >= 3 {
         resp.error_code = top;
@@ -200,158 +212,16 @@ pub fn leave(k: &Arc<Kafka>, req: &Request, r: LeaveGroupRequest) -> Reply {
     reply(req, &resp)
 }
 
-pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest) -> Reply {
-    let group = r.group_id.0.to_string();
-    let check = k.coordinator.validate_offset_commit(
-        &group,
-        &r.member_id,
-        r.generation_id_or_member_epoch,
-        r.group_instance_id.as_deref(),
-        req.version,
-    );
-    if check == error::NONE {
-        register_group(k, &group).await;
-    }
-    let mut topics = Vec::with_capacity(r.topics.len());
-    for t in r.topics {
-        let topic = t.name.0.to_string();
-        let view = k.shared.topics.view(&topic);
-        let mut metadata = Vec::new();
-        let parts = t
-            .partitions
-            .iter()
-            .map(|p| {
-                let q = p.partition_index;
-                let code = if check != error::NONE {
-                    check
-                } else if !view.is_some_and(|v| q >= 0 && q < v.read_queue_nums) {
-                    error::UNKNOWN_TOPIC_OR_PARTITION
-                } else if p.committed_metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
-                    OFFSET_METADATA_TOO_LARGE
-                } else {
-                    k.shared.offsets.commit(&group, &topic, q, p.committed_offset);
-                    metadata.push((q, p.committed_metadata.as_deref().unwrap_or("").to_owned()));
-                    error::NONE
-                };
-                OffsetCommitResponsePartition::default().with_partition_index(q).with_error_code(code)
-            })
-            .collect();
-        for (q, m) in metadata {
-            k.commit_metadata.set(&group, &topic, q, &m).await;
-        }
-        topics.push(OffsetCommitResponseTopic::default().with_name(t.name).with_partitions(parts));
-    }
-    reply(req, &OffsetCommitResponse::default().with_topics(topics))
-}
-
-/// A Kafka group's first commit makes it a subscription group with its `%RETRY%` topic, as a
-/// RocketMQ consumer's heartbeat does, so RocketMQ admin tools (consumerProgress) see its lag.
-async fn register_group(k: &Kafka, group: &str) {
-    let sh = &k.shared;
-    if sh.groups.contains(group) {
-        return;
-    }
-    let Some((g, created)) = sh.groups.find_or_create(group) else { return };
-    let retry = crate::model::group::retry_topic(group);
-    let (_, topic_created) = sh.topics.create_if_absent(
-        &retry,
-        g.retry_queue_nums.max(1),
-        crate::model::perm::READ | crate::model::perm::WRITE,
-        0,
-    );
-    if created {
-        let _ = sh.groups.persist().await;
-    }
-    if topic_created {
-        let _ = sh.topics.persist().await;
-        sh.topics_changed.notify_one();
-    }
-}
-
-/// One partition's committed offset: -1 with no error when nothing was committed.
-fn committed(k: &Kafka, group: &str, topic: &str, q: i32) -> (i64, String) {
-    let o = k.shared.offsets.query(group, topic, q);
-    if o < 0 {
-        return (-1, String::new());
-    }
-    (o, k.commit_metadata.get(group, topic, q))
-}
-
-/// (topic, [(partition, committed offset, metadata)]) for the topics asked (`None`: every
-/// topic the group committed on).
-type Committed = Vec<(TopicName, Vec<(i32, i64, String)>)>;
-
-fn lookup(k: &Kafka, group: &str, wanted: Option<Vec<(TopicName, Vec<i32>)>>) -> Committed {
-    let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match wanted {
-        Some(ts) => ts.into_iter().map(|(n, p)| (n, Some(p))).collect(),
-        None => k.shared.offsets.topics_of_group(group).into_iter().map(|t| (TopicName(s(t)), None)).collect(),
-    };
-    wanted
-        .into_iter()
-        .map(|(name, parts)| {
-            let qs: Vec<i32> = match parts {
-                Some(w) => w,
-                None => k.shared.offsets.queue_offsets(group, &name.0).into_keys().collect(),
-            };
-            let ps = qs
-                .into_iter()
-                .map(|q| {
-                    let (o, m) = committed(k, group, &name.0, q);
-                    (q, o, m)
-                })
-                .collect();
-            (name, ps)
-        })
-        .collect()
-}
-
-pub fn offset_fetch(k: &Arc<Kafka>, req: &Request, r: OffsetFetchRequest) -> Reply {
-    if req.version >= 8 {
-        let groups = r
-            .groups
-            .into_iter()
-            .map(|g| {
-                let wanted = g.topics.map(|ts| ts.into_iter().map(|t| (t.name, t.partition_indexes)).collect());
-                let topics = lookup(k, &g.group_id.0, wanted)
-                    .into_iter()
-                    .map(|(name, ps)| {
-                        let ps = ps.into_iter().map(|(q, o, m)| {
-                            OffsetFetchResponsePartitions::default()
-                                .with_partition_index(q)
-                                .with_committed_offset(o)
-                                .with_committed_leader_epoch(-1)
-                                .with_metadata(Some(s(m)))
-                        });
-                        OffsetFetchResponseTopics::default().with_name(name).with_partitions(ps.collect())
-                    })
-                    .collect();
-                OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_topics(topics)
-            })
-            .collect();
-        return reply(req, &OffsetFetchResponse::default().with_groups(groups));
-    }
-    let wanted = r.topics.map(|ts| ts.into_iter().map(|t| (t.name, t.partition_indexes)).collect());
-    let epoch = if req.version >= 5 { -1 } else { 0 };
-    let topics = lookup(k, &r.group_id.0, wanted)
-        .into_iter()
-        .map(|(name, ps)| {
-            let ps = ps.into_iter().map(|(q, o, m)| {
-                OffsetFetchResponsePartition::default()
-                    .with_partition_index(q)
-                    .with_committed_offset(o)
-                    .with_committed_leader_epoch(epoch)
-                    .with_metadata(Some(s(m)))
-            });
-            OffsetFetchResponseTopic::default().with_name(name).with_partitions(ps.collect())
-        })
-        .collect();
-    reply(req, &OffsetFetchResponse::default().with_topics(topics))
-}
-
 pub fn list_groups(k: &Arc<Kafka>, req: &Request, r: ListGroupsRequest) -> Reply {
-    let groups = k
-        .coordinator
-        .list_groups()
+    let mut listed = k.coordinator.list_groups();
+    // Groups known only by their committed offsets ("simple" groups, or whose record went idle):
+    // Empty with no protocol type, as Kafka lists them.
+    for g in k.retention.groups() {
+        if let Err(at) = listed.binary_search_by(|l| l.group_id.cmp(&g)) {
+            listed.insert(at, group::GroupListing { group_id: g, protocol_type: String::new(), state: "Empty" });
+        }
+    }
+    let groups = listed
         .into_iter()
         .filter(|g| r.states_filter.is_empty() || r.states_filter.iter().any(|f| f.eq_ignore_ascii_case(g.state)))
         .map(|g| {
@@ -371,6 +241,9 @@ pub fn describe_groups(k: &Arc<Kafka>, req: &Request, r: DescribeGroupsRequest) 
         .groups
         .into_iter()
         .map(|id| {
+            if let Err((code, _)) = names::check_group(&id.0) {
+                return DescribedGroup::default().with_error_code(code).with_group_id(id);
+            }
             let d = k.coordinator.describe_group(&id.0);
             let members = d
                 .members
@@ -407,6 +280,11 @@ pub fn describe_groups(k: &Arc<Kafka>, req: &Request, r: DescribeGroupsRequest) 
 pub async fn delete_groups(k: &Arc<Kafka>, req: &Request, r: DeleteGroupsRequest) -> Reply {
     let mut results = Vec::with_capacity(r.groups_names.len());
     for id in r.groups_names {
+        if let Err((code, _)) = names::check_group(&id.0) {
+            let refused = delete_groups_response::DeletableGroupResult::default().with_group_id(id);
+            results.push(refused.with_error_code(code));
+            continue;
+        }
         let mut code = k.coordinator.delete_group(&id.0);
         let offsets_removed = (code == group::errors::NONE || code == group::errors::GROUP_ID_NOT_FOUND)
             && k.shared.offsets.remove_group(&id.0);
@@ -415,6 +293,7 @@ pub async fn delete_groups(k: &Arc<Kafka>, req: &Request, r: DeleteGroupsRequest
         }
         if code == group::errors::NONE {
             k.commit_metadata.remove_group(&id.0).await;
+            k.retention.forget(&[id.0.to_string()]).await;
         }
         results.push(delete_groups_response::DeletableGroupResult::default().with_group_id(id).with_error_code(code));
     }

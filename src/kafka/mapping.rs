@@ -8,7 +8,10 @@
 //!                                      RocketMQ bodies are inflated on the way out
 //! headers, unique UTF-8 names    <->   properties, in order; header TAGS is the tag
 //!   and values, no system names
-//! any other header list          <->   KAFKA_HEADERS = base64(Kafka's header encoding)
+//! any other header list          <->   KAFKA_HEADERS = base64(Kafka's header encoding), and still
+//!                                      TAGS = the first text TAGS header (the tag),
+//!                                      KEYS = text key + text KEYS headers, space-separated
+//!                                      (the key itself then also as KAFKA_KEY)
 //! timestamp                      <->   born timestamp (CreateTime)
 //! ```
 //! On the way out, RocketMQ tags and user properties (not the system ones) become headers.
@@ -122,13 +125,29 @@ pub fn to_store(
         Some(h) if unique(&h) => props.extend(h.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned()))),
         _ => props.push((KAFKA_HEADERS.into(), b64.encode(encode_headers(&record.headers)))),
     }
+    let in_list = props.iter().any(|(k, _)| k == KAFKA_HEADERS);
+    if let Some(tag) = header_text(record, property::TAGS).next().filter(|_| in_list) {
+        // Unique headers already hold their TAGS; a header list still gives its first one.
+        props.push((property::TAGS.into(), tag.to_owned()));
+    }
+    // A KEYS header (always kept in the list: KEYS is a system name) adds to the keys; the record
+    // key then goes to KAFKA_KEY too, since KEYS is no longer the key alone ([`to_record`]).
+    let keys_header = has_keys_header(&record.headers);
+    let mut keys: Vec<&str> = Vec::new();
     if let Some(key) = &record.key {
         match std::str::from_utf8(key) {
             Ok(k) if !k.is_empty() && plain(k) && !k.chars().any(char::is_whitespace) => {
-                props.push((property::KEYS.into(), k.to_owned()))
+                keys.push(k);
+                if keys_header {
+                    props.push((KAFKA_KEY.into(), b64.encode(key)));
+                }
             }
             _ => props.push((KAFKA_KEY.into(), b64.encode(key))),
         }
+    }
+    keys.extend(header_text(record, property::KEYS));
+    if !keys.is_empty() {
+        props.push((property::KEYS.into(), keys.join(" ")));
     }
     if record.value.is_none() {
         props.push((KAFKA_NULL_VALUE.into(), "true".into()));
@@ -151,17 +170,33 @@ pub fn to_store(
     }
 }
 
-/// The Kafka record for a stored message.
-pub fn to_record(m: &StoredMessage) -> Record {
+/// The text values of `record`'s headers named `name`, in order (binary, empty and
+/// separator-holding values left out).
+fn header_text<'a>(record: &'a Record, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    record
+        .headers
+        .iter()
+        .filter(move |(k, _)| k.as_ref() == name.as_bytes())
+        .filter_map(|(_, v)| std::str::from_utf8(v.as_deref()?).ok().filter(|v| !v.is_empty() && plain(v)))
+}
+
+fn has_keys_header(headers: &[(Bytes, Option<Bytes>)]) -> bool {
+    headers.iter().any(|(k, _)| k.as_ref() == property::KEYS.as_bytes())
+}
+
+/// The Kafka record for a stored message; a compressed body is inflated up to `max_body` bytes
+/// (a body that would inflate further is handed out as stored).
+pub fn to_record(m: &StoredMessage, max_body: usize) -> Record {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut key = None;
+    let mut keys = None;
     let mut headers = Vec::new();
     let mut header_list = None;
     let mut null_value = false;
     for (k, v) in property_pairs(&m.properties) {
         match k {
             KAFKA_KEY => key = b64.decode(v).ok().map(Bytes::from),
-            property::KEYS if key.is_none() => key = Some(Bytes::copy_from_slice(v.as_bytes())),
+            property::KEYS => keys = Some(v),
             KAFKA_HEADERS => header_list = b64.decode(v).ok().and_then(|h| decode_headers(Bytes::from(h))),
             KAFKA_NULL_VALUE => null_value = true,
             k if !is_system(k) => {
@@ -170,10 +205,14 @@ pub fn to_record(m: &StoredMessage) -> Record {
             _ => {}
         }
     }
+    // KEYS is the key unless a KEYS header contributed to it (then the key, if any, is KAFKA_KEY).
+    if key.is_none() && !header_list.as_deref().is_some_and(has_keys_header) {
+        key = keys.map(|k| Bytes::copy_from_slice(k.as_bytes()));
+    }
     let value = if null_value {
         None
     } else if m.sys_flag & sys_flag::COMPRESSED != 0 {
-        Some(inflate(&m.body).unwrap_or_else(|| m.body.clone()))
+        Some(inflate(&m.body, max_body).unwrap_or_else(|| m.body.clone()))
     } else {
         Some(m.body.clone())
     };
@@ -185,11 +224,11 @@ fn property_pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
     s.split(message::PROPERTY_SEPARATOR).filter_map(|p| p.split_once(message::NAME_VALUE_SEPARATOR))
 }
 
-/// A body RocketMQ producers zlib-compressed (`sysFlag` COMPRESSED).
-fn inflate(body: &[u8]) -> Option<Bytes> {
-    use std::io::Read;
-    let mut out = Vec::with_capacity(body.len() * 4);
-    flate2::read::ZlibDecoder::new(body).read_to_end(&mut out).ok()?;
+/// A body RocketMQ producers zlib-compressed (`sysFlag` COMPRESSED), through the same cap as
+/// Kafka batches: a stored zlib bomb must not inflate without bound on a Fetch.
+fn inflate(body: &[u8], max: usize) -> Option<Bytes> {
+    let mut out = Vec::new();
+    super::inflate::read_capped(flate2::read::ZlibDecoder::new(body), max, &mut out).ok()?;
     Some(Bytes::from(out))
 }
 
@@ -210,7 +249,7 @@ mod tests {
             properties: m.properties.clone(),
             ..sample()
         };
-        to_record(&stored)
+        to_record(&stored, 1 << 20)
     }
 
     fn b(s: &str) -> Bytes {
@@ -252,7 +291,7 @@ mod tests {
         let props =
             message::properties_to_string([("KEYS", "k1"), ("TAGS", "TagB"), ("UNIQ_KEY", "X"), ("color", "red")]);
         let mut s = StoredMessage { properties: props, body: b("hello"), born_timestamp: 5, ..sample() };
-        let r = to_record(&s);
+        let r = to_record(&s, 1 << 20);
         assert_eq!(r.key, Some(b("k1")));
         assert_eq!(r.headers, vec![(b("TAGS"), Some(b("TagB"))), (b("color"), Some(b("red")))]);
         use std::io::Write;
@@ -260,7 +299,47 @@ mod tests {
         z.write_all(b"hello").unwrap();
         s.body = Bytes::from(z.finish().unwrap());
         s.sys_flag = sys_flag::COMPRESSED;
-        assert_eq!(to_record(&s).value, Some(b("hello")));
+        assert_eq!(to_record(&s, 1 << 20).value, Some(b("hello")));
+    }
+
+    /// Before the fix: a record whose headers went whole into KAFKA_HEADERS (a duplicate, a
+    /// binary value) had no tag and no keys, so tag filters and queryMsgByKey never saw it.
+    #[test]
+    fn tags_and_keys_headers_still_tag_and_key_a_header_list() {
+        let r = Record {
+            timestamp: 3,
+            key: None,
+            value: Some(b("v")),
+            headers: vec![
+                (b("h"), Some(b("1"))),
+                (b("h"), Some(Bytes::from_static(&[0xff, 0]))),
+                (b("TAGS"), Some(b("TagA"))),
+                (b("KEYS"), Some(b("order-9"))),
+                (b("TAGS"), Some(b("second"))),
+            ],
+        };
+        let m = to_store(&r, "T", 0, addr(), addr());
+        assert!(message::property_value(&m.properties, KAFKA_HEADERS).is_some());
+        assert_eq!(message::property_value(&m.properties, "TAGS"), Some("TagA"));
+        assert_eq!(m.tags_code, message::tags_code(Some("TagA")));
+        assert_eq!(message::property_value(&m.properties, "KEYS"), Some("order-9"));
+        assert_eq!(round_trip(&r), r, "the key stays null, the headers exact");
+        // A text key and a KEYS header: both are keys; the record key survives as itself.
+        let both = Record { key: Some(b("k1")), headers: vec![(b("KEYS"), Some(b("k2 k3")))], ..r.clone() };
+        let m = to_store(&both, "T", 0, addr(), addr());
+        assert_eq!(message::property_value(&m.properties, "KEYS"), Some("k1 k2 k3"));
+        assert_eq!(round_trip(&both), both);
+    }
+
+    #[test]
+    fn a_stored_zlib_bomb_is_handed_out_as_stored() {
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&vec![0u8; 4 << 20]).unwrap();
+        let body = Bytes::from(z.finish().unwrap());
+        let s = StoredMessage { body: body.clone(), sys_flag: sys_flag::COMPRESSED, ..sample() };
+        assert_eq!(to_record(&s, 1 << 20).value, Some(body), "over the cap: not inflated");
+        assert_eq!(to_record(&s, 4 << 20).value.map(|v| v.len()), Some(4 << 20));
     }
 
     fn sample() -> StoredMessage {

@@ -1,6 +1,7 @@
 //! Metadata v0-12, CreateTopics v2-7, DeleteTopics v1-5, DescribeConfigs v1-4 and
 //! DescribeCluster v0-1: this broker is the single node, leader of every partition (queue).
-//! RocketMQ's system topics and names Kafka cannot express (`%RETRY%…`) are not shown.
+//! RocketMQ's system topics and names Kafka cannot express (`%RETRY%…`) are not listed, and
+//! answer [`names::check_topic`]'s errors when named.
 
 use std::sync::Arc;
 
@@ -17,35 +18,12 @@ use tracing::info;
 
 use super::conn::{reply, Reply, Request};
 use super::records::error;
-use super::Kafka;
+use super::{names, Kafka};
 use crate::model::perm;
 
-/// `TopicValidator.isSystemTopic` plus names outside Kafka's `[a-zA-Z0-9._-]{1,249}`.
+/// Listed in Metadata: a valid Kafka name that is not a RocketMQ system topic.
 pub fn visible(k: &Kafka, topic: &str) -> bool {
-    let c = &k.shared.config;
-    let system = topic.starts_with("rmq_sys_")
-        || topic.starts_with("RMQ_SYS_")
-        || [
-            "TBW102",
-            "SCHEDULE_TOPIC_XXXX",
-            "BenchmarkTest",
-            "OFFSET_MOVED_EVENT",
-            "SELF_TEST_TOPIC",
-            "TRANS_CHECK_MAX_TIME_TOPIC",
-            "TRANS_CHECK_MAXTIME_TOPIC",
-        ]
-        .contains(&topic)
-        || topic == c.broker_cluster_name
-        || topic == c.broker_name;
-    !system && valid_name(topic)
-}
-
-pub fn valid_name(topic: &str) -> bool {
-    !topic.is_empty()
-        && topic.len() <= 249
-        && topic != "."
-        && topic != ".."
-        && topic.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    names::check_topic(&k.shared.config, topic).is_ok()
 }
 
 /// A stable, non-zero id per topic name (FNV-1a, 128 bits): Metadata v10+ needs one.
@@ -87,8 +65,8 @@ pub async fn metadata(k: &Arc<Kafka>, req: &Request, r: MetadataRequest) -> Repl
     let mut topics = Vec::with_capacity(names.len());
     for name in names {
         let mut t = MetadataResponseTopic::default().with_name(Some(TopicName(s(name.clone()))));
-        if !valid_name(&name) {
-            topics.push(t.with_error_code(error::INVALID_TOPIC_EXCEPTION));
+        if let Err((code, _)) = names::check_topic(&sh.config, &name) {
+            topics.push(t.with_error_code(code));
             continue;
         }
         if sh.topics.view(&name).is_none() && may_create && r.topics.is_some() {
@@ -142,8 +120,8 @@ pub async fn create_topics(k: &Arc<Kafka>, req: &Request, r: CreateTopicsRequest
             &*c.name == "cleanup.policy"
                 && c.value.as_deref().is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
         });
-        let refusal = if !valid_name(&name) || !visible(k, &name) {
-            Some((error::INVALID_TOPIC_EXCEPTION, format!("'{name}' is not a valid Kafka topic name here")))
+        let refusal = if let Err(refused) = names::check_topic(&k.shared.config, &name) {
+            Some(refused)
         } else if k.shared.topics.contains(&name) {
             Some((error::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")))
         } else if !(t.replication_factor == -1 || t.replication_factor == 1) {
@@ -190,7 +168,9 @@ pub async fn delete_topics(k: &Arc<Kafka>, req: &Request, r: DeleteTopicsRequest
     for name in r.topic_names {
         let topic = name.0.to_string();
         let mut res = DeletableTopicResult::default().with_name(Some(name));
-        if !visible(k, &topic) || !sh.topics.delete(&topic) {
+        if let Err((code, _)) = names::check_topic(&sh.config, &topic) {
+            res = res.with_error_code(code);
+        } else if !sh.topics.delete(&topic) {
             res = res.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
         } else {
             sh.offsets.remove_topic(&topic);
@@ -219,6 +199,10 @@ pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> 
         let mut out = DescribeConfigsResult::default()
             .with_resource_type(res.resource_type)
             .with_resource_name(res.resource_name.clone());
+        if let (2, Err((code, _))) = (res.resource_type, names::check_topic(c, &res.resource_name)) {
+            results.push(out.with_error_code(code));
+            continue;
+        }
         let entries: Vec<(&str, String)> = match res.resource_type {
             2 if !k.shared.topics.contains(&res.resource_name) => {
                 results.push(out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION));

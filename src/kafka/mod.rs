@@ -10,11 +10,17 @@
 //! ```text
 //! client --frame--> conn.rs (one request at a time per connection, answers in order, as Kafka)
 //!                     |-- versions.rs   ApiVersions, advertised ranges, header versions
-//!                     |-- produce.rs    record batches (records.rs) -> mapping.rs -> store
+//!                     |-- produce.rs    record batches (records.rs, inflate.rs capped, off the
+//!                     |                 async workers) -> mapping.rs -> store
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
 //!                     |-- metadata.rs   Metadata, topics, configs, cluster
-//!                     |-- groups.rs     FindCoordinator, group.rs coordinator, offsets
-//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences
+//!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
+//!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
+//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
+//! offsets of Kafka groups nobody is in
+//! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
+//! system topics and groups refused)
 //! ```
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
@@ -23,11 +29,15 @@ pub mod conn;
 mod fetch;
 pub mod group;
 mod groups;
+mod inflate;
 mod mapping;
 mod metadata;
+mod names;
+mod offsets;
 mod produce;
 mod producer_ids;
 pub mod records;
+mod retention;
 mod versions;
 
 use std::net::SocketAddr;
@@ -78,6 +88,8 @@ pub struct Kafka {
     pub node_id: i32,
     /// OffsetCommit metadata strings; offsets themselves are RocketMQ's.
     commit_metadata: commit_metadata::CommitMetadata,
+    /// When each Kafka group last committed: offsets.retention.minutes.
+    retention: retention::GroupRetention,
 }
 
 impl Kafka {
@@ -94,20 +106,29 @@ impl Kafka {
             })?;
             (h.to_owned(), i32::from(port))
         };
-        let producers = producer_ids::ProducerIds::open(&c.config_dir().join("kafkaProducerId.json"))?;
+        let producers = producer_ids::ProducerIds::open(
+            &c.config_dir().join("kafkaProducerId.json"),
+            c.kafka_producer_id_expiration_ms,
+        )?;
         let commit_metadata = commit_metadata::CommitMetadata::open(&c.config_dir().join("kafkaCommitMetadata.json"))?;
+        let retention = retention::GroupRetention::open(
+            &c.config_dir().join("kafkaGroupCommits.json"),
+            c.kafka_offsets_retention_minutes,
+        )?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig {
                 min_session_timeout_ms: c.kafka_group_min_session_timeout_ms,
                 max_session_timeout_ms: c.kafka_group_max_session_timeout_ms,
                 initial_rebalance_delay_ms: c.kafka_group_initial_rebalance_delay_ms.max(0),
+                ..group::CoordinatorConfig::default()
             }),
             producers,
             advertised,
             node_id,
             shared,
             commit_metadata,
+            retention,
         }))
     }
 
@@ -116,6 +137,7 @@ impl Kafka {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
         // `maxConnections`, as on the RocketMQ listeners: further connections wait in the backlog.
+        tracker.spawn(retention::run(self.clone(), shutdown.clone()));
         let permits = Arc::new(tokio::sync::Semaphore::new(self.shared.config.max_connections.max(1)));
         loop {
             let permit = tokio::select! {

@@ -4,6 +4,12 @@
 //! ranges: a replayed batch gets its original offset, a gap OUT_OF_ORDER_SEQUENCE_NUMBER
 //! (Kafka's `ProducerStateEntry` / `ProducerAppendInfo`). Sequence state lives in memory: after
 //! a restart a producer is unknown, and Kafka accepts any sequence from an unknown producer.
+//!
+//! Bounded: a (producer, partition) entry is forgotten `kafkaProducerIdExpirationMs` after its
+//! last write (Kafka's producer.id.expiration.ms, 1 day), swept at most once a minute; and a
+//! batch may only carry an id this broker handed out (below the counter), else
+//! UNKNOWN_PRODUCER_ID, so a client cannot grow the state with made-up ids. The methods take
+//! `now` (ms) so that tests drive the clock.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -20,6 +26,10 @@ use super::Kafka;
 const BLOCK: i64 = 1000;
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`.
 const RETAINED: usize = 5;
+/// How often expired entries are swept (at most).
+const SWEEP_EVERY_MS: u64 = 60_000;
+/// Errors.UNKNOWN_PRODUCER_ID.
+pub const UNKNOWN_PRODUCER_ID: i16 = 59;
 
 #[derive(Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -29,19 +39,23 @@ struct IdFile {
 
 #[derive(Default)]
 struct Entry {
+    /// When the producer last wrote to this partition (ms).
+    last_write: u64,
     epoch: i16,
-    /// (first sequence, last sequence, base offset), oldest first.
-    batches: VecDeque<(i32, i32, i64)>,
+    /// (first sequence, last sequence, base offset, CommitLog end offset), oldest first.
+    batches: VecDeque<(i32, i32, i64, u64)>,
 }
 
 struct State {
     next: i64,
     block_end: i64,
     entries: HashMap<(i64, String, i32), Entry>,
+    last_sweep: u64,
 }
 
 pub struct ProducerIds {
     path: PathBuf,
+    expiration_ms: u64,
     state: Mutex<State>,
 }
 
@@ -58,18 +72,22 @@ pub struct BatchSeq {
 #[derive(Debug, PartialEq)]
 pub enum SeqCheck {
     Append,
-    /// Already stored: answer with its base offset, store nothing.
-    Duplicate(i64),
+    /// Already stored: answer with its base offset once the bytes up to `end` (its CommitLog end
+    /// offset) meet the request's flush and replica conditions; store nothing.
+    Duplicate {
+        offset: i64,
+        end: u64,
+    },
     Refuse(i16, String),
 }
 
 impl ProducerIds {
-    pub fn open(path: &Path) -> Result<Self, String> {
+    pub fn open(path: &Path, expiration_ms: u64) -> Result<Self, String> {
         let file = crate::persist::load(path, |b| serde_json::from_slice::<IdFile>(b).map_err(|e| e.to_string()))?
             .unwrap_or_default();
         let next = file.next_block.max(0);
-        let state = State { next, block_end: next, entries: HashMap::new() };
-        Ok(Self { path: path.to_owned(), state: Mutex::new(state) })
+        let state = State { next, block_end: next, entries: HashMap::new(), last_sweep: 0 };
+        Ok(Self { path: path.to_owned(), expiration_ms, state: Mutex::new(state) })
     }
 
     /// A new producer id; `None` when the counter cannot be persisted.
@@ -88,14 +106,24 @@ impl ProducerIds {
         Some(s.next - 1)
     }
 
-    /// Kafka's duplicate check first, then the epoch and sequence checks.
-    pub fn check(&self, seq: BatchSeq, topic: &str, partition: i32) -> SeqCheck {
+    /// An id this broker handed out, then Kafka's duplicate check, then the epoch and sequence
+    /// checks. An expired entry counts as absent.
+    pub fn check(&self, seq: BatchSeq, topic: &str, partition: i32, now: u64) -> SeqCheck {
         let BatchSeq { pid, epoch, first, last } = seq;
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(e) = s.entries.get(&(pid, topic.to_owned(), partition)) else { return SeqCheck::Append };
+        if pid >= s.next {
+            return SeqCheck::Refuse(
+                UNKNOWN_PRODUCER_ID,
+                format!("producer id {pid} was not handed out by InitProducerId on this broker"),
+            );
+        }
+        let live = |e: &&Entry| now.saturating_sub(e.last_write) <= self.expiration_ms;
+        let Some(e) = s.entries.get(&(pid, topic.to_owned(), partition)).filter(live) else {
+            return SeqCheck::Append;
+        };
         if e.epoch == epoch {
-            if let Some((_, _, offset)) = e.batches.iter().find(|(f, l, _)| *f == first && *l == last) {
-                return SeqCheck::Duplicate(*offset);
+            if let Some((_, _, offset, end)) = e.batches.iter().find(|(f, l, _, _)| *f == first && *l == last) {
+                return SeqCheck::Duplicate { offset: *offset, end: *end };
             }
         }
         if epoch < e.epoch {
@@ -126,19 +154,31 @@ impl ProducerIds {
         }
     }
 
-    /// Remembers an appended batch.
-    pub fn appended(&self, seq: BatchSeq, topic: &str, partition: i32, offset: i64) {
+    /// Remembers an appended batch: its base queue offset and CommitLog end offset.
+    pub fn appended(&self, seq: BatchSeq, topic: &str, partition: i32, offset: i64, end: u64, now: u64) {
         let BatchSeq { pid, epoch, first, last } = seq;
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if now.saturating_sub(s.last_sweep) >= SWEEP_EVERY_MS.min(self.expiration_ms) {
+            let expiration = self.expiration_ms;
+            s.entries.retain(|_, e| now.saturating_sub(e.last_write) <= expiration);
+            s.last_sweep = now;
+        }
         let e = s.entries.entry((pid, topic.to_owned(), partition)).or_default();
-        if e.epoch != epoch {
+        let expired = now.saturating_sub(e.last_write) > self.expiration_ms;
+        e.last_write = now;
+        if e.epoch != epoch || expired {
             e.epoch = epoch;
             e.batches.clear();
         }
         if e.batches.len() == RETAINED {
             e.batches.pop_front();
         }
-        e.batches.push_back((first, last, offset));
+        e.batches.push_back((first, last, offset, end));
+    }
+
+    /// (producer, partition) entries held: what a client's writes have made the broker keep.
+    pub fn tracked(&self) -> usize {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).entries.len()
     }
 }
 
@@ -165,6 +205,8 @@ pub fn init_producer_id(k: &Kafka, req: &Request, r: InitProducerIdRequest) -> R
 mod tests {
     use super::*;
 
+    const DAY: u64 = 86_400_000;
+
     fn b(pid: i64, epoch: i16, first: i32, last: i32) -> BatchSeq {
         BatchSeq { pid, epoch, first, last }
     }
@@ -173,32 +215,60 @@ mod tests {
     fn ids_survive_a_restart_without_reuse_and_sequences_follow_kafka() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kafkaProducerId.json");
-        let p = ProducerIds::open(&path).unwrap();
+        let p = ProducerIds::open(&path, DAY).unwrap();
         assert_eq!((p.allocate(), p.allocate()), (Some(0), Some(1)));
-        let again = ProducerIds::open(&path).unwrap();
+        let again = ProducerIds::open(&path, DAY).unwrap();
         assert_eq!(again.allocate(), Some(BLOCK), "a restart starts past the persisted block");
 
-        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Append);
-        p.appended(b(0, 0, 0, 4), "T", 0, 100);
-        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0), SeqCheck::Duplicate(100), "a replay returns the first offset");
-        assert_eq!(p.check(b(0, 0, 5, 9), "T", 0), SeqCheck::Append);
-        assert!(matches!(p.check(b(0, 0, 7, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
-        assert!(matches!(p.check(b(0, 1, 3, 9), "T", 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
-        assert_eq!(p.check(b(0, 1, 0, 0), "T", 0), SeqCheck::Append, "a new epoch starts at 0");
-        p.appended(b(0, 1, 0, 0), "T", 0, 105);
-        assert!(matches!(p.check(b(0, 0, 1, 1), "T", 0), SeqCheck::Refuse(error::INVALID_PRODUCER_EPOCH, _)));
-        assert_eq!(p.check(b(0, 0, 42, 42), "T", 1), SeqCheck::Append, "unknown partition: any sequence");
-        for i in 1..=6 {
-            p.appended(b(0, 1, i, i), "T", 0, 105 + i64::from(i));
-        }
-        assert_eq!(p.check(b(0, 1, 2, 2), "T", 0), SeqCheck::Duplicate(107));
+        assert_eq!(p.check(b(0, 0, 0, 4), "T", 0, 0), SeqCheck::Append);
+        p.appended(b(0, 0, 0, 4), "T", 0, 100, 0, 0);
         assert_eq!(
-            p.check(b(0, 1, 1, 1), "T", 0),
+            p.check(b(0, 0, 0, 4), "T", 0, 0),
+            SeqCheck::Duplicate { offset: 100, end: 0 },
+            "a replay returns the first offset"
+        );
+        assert_eq!(p.check(b(0, 0, 5, 9), "T", 0, 0), SeqCheck::Append);
+        assert!(matches!(p.check(b(0, 0, 7, 9), "T", 0, 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
+        assert!(matches!(p.check(b(0, 1, 3, 9), "T", 0, 0), SeqCheck::Refuse(error::OUT_OF_ORDER_SEQUENCE_NUMBER, _)));
+        assert_eq!(p.check(b(0, 1, 0, 0), "T", 0, 0), SeqCheck::Append, "a new epoch starts at 0");
+        p.appended(b(0, 1, 0, 0), "T", 0, 105, 0, 0);
+        assert!(matches!(p.check(b(0, 0, 1, 1), "T", 0, 0), SeqCheck::Refuse(error::INVALID_PRODUCER_EPOCH, _)));
+        assert_eq!(p.check(b(0, 0, 42, 42), "T", 1, 0), SeqCheck::Append, "unknown partition: any sequence");
+        for i in 1..=6 {
+            p.appended(b(0, 1, i, i), "T", 0, 105 + i64::from(i), 0, 0);
+        }
+        assert_eq!(p.check(b(0, 1, 2, 2), "T", 0, 0), SeqCheck::Duplicate { offset: 107, end: 0 });
+        assert_eq!(
+            p.check(b(0, 1, 1, 1), "T", 0, 0),
             SeqCheck::Refuse(
                 error::OUT_OF_ORDER_SEQUENCE_NUMBER,
                 "producer 0 sent sequence 1 on T-0, expected 7".into()
             ),
             "only the last 5 batches are remembered"
         );
+    }
+
+    /// Before the fix: any producer id was accepted and its state kept for ever, so fresh ids
+    /// grew the map without bound.
+    #[test]
+    fn made_up_ids_are_refused_and_state_expires_after_its_last_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = ProducerIds::open(&dir.path().join("kafkaProducerId.json"), DAY).unwrap();
+        let refused = p.check(b(7, 0, 0, 0), "T", 0, 0);
+        assert!(matches!(refused, SeqCheck::Refuse(UNKNOWN_PRODUCER_ID, _)), "{refused:?}");
+        assert!(matches!(p.check(b(i64::MAX, 0, 0, 0), "T", 0, 0), SeqCheck::Refuse(UNKNOWN_PRODUCER_ID, _)));
+        let ids: Vec<i64> = (0..3000).map(|_| p.allocate().unwrap()).collect();
+        for (i, pid) in ids.iter().enumerate() {
+            let now = i as u64 * 60_000; // one new producer a minute, each writing once
+            assert_eq!(p.check(b(*pid, 0, 0, 0), "T", 0, now), SeqCheck::Append);
+            p.appended(b(*pid, 0, 0, 0), "T", 0, i as i64, 0, now);
+        }
+        assert!((1440..=1442).contains(&p.tracked()), "only the last day's producers are kept: {}", p.tracked());
+        // A producer silent for more than a day is unknown again: any sequence is accepted.
+        let late = 3000 * 60_000 + DAY + 1;
+        assert_eq!(p.check(b(ids[2999], 0, 5, 5), "T", 0, late), SeqCheck::Append);
+        p.appended(b(ids[2999], 0, 5, 5), "T", 0, 2000, 0, late);
+        assert_eq!(p.tracked(), 1, "the sweep after a day's silence leaves only the writer");
+        assert_eq!(p.check(b(ids[2999], 0, 5, 5), "T", 0, late), SeqCheck::Duplicate { offset: 2000, end: 0 });
     }
 }

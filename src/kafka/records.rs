@@ -1,6 +1,6 @@
 //! Record batches v2 (magic 2), read and written here rather than with the codec's record
 //! types: those keep headers in a map, which drops repeated header keys Kafka allows.
-//! Decompression uses the codec's gzip/snappy/lz4/zstd; CRC-32C the `crc32c` crate.
+//! Decompression is `inflate.rs`'s (capped); CRC-32C the `crc32c` crate.
 //!
 //! ```text
 //! baseOffset:i64 batchLength:i32 leaderEpoch:i32 magic:i8 crc:u32 | attributes:i16
@@ -10,7 +10,6 @@
 //! ```
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::compression::{Decompressor, Gzip, Lz4, Snappy, Zstd};
 
 /// Kafka error codes used by the front end (`Errors.java`).
 pub mod error {
@@ -24,6 +23,7 @@ pub mod error {
     pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
     pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+    pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
     pub const ILLEGAL_GENERATION: i16 = 22;
     pub const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -75,6 +75,11 @@ pub type Refusal = (i16, String);
 
 fn refuse<T>(code: i16, why: impl Into<String>) -> Result<T, Refusal> {
     Err((code, why.into()))
+}
+
+/// Whether the batch's records are compressed (inflating them is blocking work).
+pub fn is_compressed(data: &[u8]) -> bool {
+    data.get(21..23).is_some_and(|a| i16::from_be_bytes([a[0], a[1]]) & ATTR_COMPRESSION != 0)
 }
 
 /// The single v2 batch of a produce partition (Produce v3+ carries exactly one), checked as
@@ -135,7 +140,10 @@ pub fn parse_one_batch(mut data: Bytes, max_inflated: usize) -> Result<Batch, Re
         return refuse(error::INVALID_RECORD, "idempotent batch without a base sequence");
     }
     let body = data.split_off(HEADER_LEN);
-    let records = inflate(attributes & ATTR_COMPRESSION, body, max_inflated)?;
+    let records = match attributes & ATTR_COMPRESSION {
+        0 => body,
+        codec => Bytes::from(super::inflate::inflate(codec, &body, max_inflated)?),
+    };
     Ok(Batch {
         attributes,
         last_offset_delta,
@@ -146,25 +154,6 @@ pub fn parse_one_batch(mut data: Bytes, max_inflated: usize) -> Result<Batch, Re
         count,
         records,
     })
-}
-
-fn inflate(codec: i16, mut body: Bytes, max: usize) -> Result<Bytes, Refusal> {
-    let whole = |b: &mut Bytes| Ok(b.copy_to_bytes(b.remaining()));
-    let out = match codec {
-        0 => return Ok(body),
-        1 => Gzip::decompress(&mut body, whole),
-        2 => Snappy::decompress(&mut body, whole),
-        3 => Lz4::decompress(&mut body, whole),
-        4 => Zstd::decompress(&mut body, whole),
-        c => return refuse(error::CORRUPT_MESSAGE, format!("unknown compression codec {c}")),
-    };
-    match out {
-        Ok(b) if b.len() > max => {
-            refuse(error::MESSAGE_TOO_LARGE, format!("records inflate to {} bytes, over the limit {max}", b.len()))
-        }
-        Ok(b) => Ok(b),
-        Err(e) => refuse(error::CORRUPT_MESSAGE, format!("cannot decompress the records: {e:#}")),
-    }
 }
 
 /// The records of `batch`, in order.

@@ -143,6 +143,12 @@ config_struct! {
         kafka_group_max_session_timeout_ms: i32 = 1_800_000 => "kafkaGroupMaxSessionTimeoutMs",
         /// Kafka's connections.max.idle.ms: a connection silent this long is closed (0: never).
         kafka_connections_max_idle_ms: u64 = 600_000 => "kafkaConnectionsMaxIdleMs",
+        /// Kafka's producer.id.expiration.ms: an idempotent producer's sequence state is
+        /// forgotten this long after its last write.
+        kafka_producer_id_expiration_ms: u64 = 86_400_000 => "kafkaProducerIdExpirationMs",
+        /// Kafka's offsets.retention.minutes: a Kafka group nobody is in loses the offsets it
+        /// committed through the Kafka listener this long after its last commit.
+        kafka_offsets_retention_minutes: u64 = 10_080 => "kafkaOffsetsRetentionMinutes",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

@@ -14,17 +14,17 @@ use tokio::net::TcpStream;
 
 use super::broker_harness::*;
 
-struct Conn {
-    stream: TcpStream,
+pub(super) struct Conn {
+    pub(super) stream: TcpStream,
     correlation: i32,
 }
 
 impl Conn {
-    async fn open(port: u16) -> Self {
+    pub(super) async fn open(port: u16) -> Self {
         Self { stream: TcpStream::connect(("127.0.0.1", port)).await.unwrap(), correlation: 0 }
     }
 
-    async fn send<R: Encodable + HeaderVersion>(&mut self, key: ApiKey, version: i16, body: &R) -> i32 {
+    pub(super) async fn send<R: Encodable + HeaderVersion>(&mut self, key: ApiKey, version: i16, body: &R) -> i32 {
         self.correlation += 1;
         let header = RequestHeader::default()
             .with_request_api_key(key as i16)
@@ -38,7 +38,7 @@ impl Conn {
         self.correlation
     }
 
-    async fn raw(&mut self, frame_body: &[u8]) {
+    pub(super) async fn raw(&mut self, frame_body: &[u8]) {
         let mut out = BytesMut::new();
         out.put_i32(frame_body.len() as i32);
         out.put_slice(frame_body);
@@ -46,14 +46,14 @@ impl Conn {
     }
 
     /// The next response frame (without its size), or `None` when the broker closed.
-    async fn recv(&mut self) -> Option<Bytes> {
+    pub(super) async fn recv(&mut self) -> Option<Bytes> {
         let size = tokio::time::timeout(Duration::from_secs(20), self.stream.read_i32()).await.ok()?.ok()?;
         let mut buf = vec![0; size as usize];
         self.stream.read_exact(&mut buf).await.ok()?;
         Some(Bytes::from(buf))
     }
 
-    async fn call<Resp: Decodable>(
+    pub(super) async fn call<Resp: Decodable>(
         &mut self,
         key: ApiKey,
         version: i16,
@@ -68,7 +68,7 @@ impl Conn {
 }
 
 /// A request header (v1 layout) for an API or version the codec cannot encode.
-fn raw_header(key: i16, version: i16, correlation: i32) -> BytesMut {
+pub(super) fn raw_header(key: i16, version: i16, correlation: i32) -> BytesMut {
     let mut b = BytesMut::new();
     b.put_i16(key);
     b.put_i16(version);
@@ -78,7 +78,7 @@ fn raw_header(key: i16, version: i16, correlation: i32) -> BytesMut {
     b
 }
 
-async fn kafka_broker(dir: &std::path::Path) -> (TestBroker, u16) {
+pub(super) async fn kafka_broker(dir: &std::path::Path) -> (TestBroker, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b = start_broker(dir, |c| {
         c.kafka_listen_port = port;
@@ -88,11 +88,11 @@ async fn kafka_broker(dir: &std::path::Path) -> (TestBroker, u16) {
     (b, port)
 }
 
-fn name(s: &str) -> TopicName {
+pub(super) fn name(s: &str) -> TopicName {
     TopicName(StrBytes::from_string(s.to_owned()))
 }
 
-async fn create(c: &mut Conn, topic: &str, partitions: i32) {
+pub(super) async fn create(c: &mut Conn, topic: &str, partitions: i32) {
     let req = CreateTopicsRequest::default().with_topics(vec![create_topics_request::CreatableTopic::default()
         .with_name(name(topic))
         .with_num_partitions(partitions)
@@ -102,7 +102,7 @@ async fn create(c: &mut Conn, topic: &str, partitions: i32) {
 }
 
 /// A v2 batch of `n` records, idempotent when `pid` is given (producer id, epoch, base sequence).
-fn batch(n: usize, pid: Option<(i64, i16, i32)>) -> Bytes {
+pub(super) fn batch(n: usize, pid: Option<(i64, i16, i32)>) -> Bytes {
     let recs: Vec<Record> = (0..n)
         .map(|i| Record {
             timestamp: 1000 + i as i64,
@@ -123,13 +123,13 @@ fn batch(n: usize, pid: Option<(i64, i16, i32)>) -> Bytes {
     b.freeze()
 }
 
-fn produce(topic: &str, acks: i16, records: Bytes) -> ProduceRequest {
+pub(super) fn produce(topic: &str, acks: i16, records: Bytes) -> ProduceRequest {
     ProduceRequest::default().with_acks(acks).with_timeout_ms(5000).with_topic_data(vec![TopicProduceData::default()
         .with_name(name(topic))
         .with_partition_data(vec![PartitionProduceData::default().with_index(0).with_records(Some(records))])])
 }
 
-fn first(r: &ProduceResponse) -> (i16, i64) {
+pub(super) fn first(r: &ProduceResponse) -> (i16, i64) {
     let p = &r.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }

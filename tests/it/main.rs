@@ -12,6 +12,7 @@ mod golden;
 mod ha;
 mod hostile_acl;
 mod hostile_ha;
+mod hostile_kafka;
 mod hostile_metrics;
 mod hostile_names;
 mod hostile_timers;

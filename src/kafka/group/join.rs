@@ -12,7 +12,7 @@ use super::timers::TimerAction;
 use super::{JoinRequest, JoinResponse};
 
 /// The first JoinGroup version where a dynamic member must first obtain its member id.
-const MEMBER_ID_REQUIRED_VERSION: i16 = 4;
+pub(super) const MEMBER_ID_REQUIRED_VERSION: i16 = 4;
 /// The first JoinGroup version with `skip_assignment`.
 const SKIP_ASSIGNMENT_VERSION: i16 = 9;
 

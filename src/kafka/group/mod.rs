@@ -31,6 +31,8 @@ mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_bounds;
+#[cfg(test)]
 mod tests_more;
 mod timers;
 
@@ -47,6 +49,7 @@ use timers::{TimerAction, Timers};
 pub mod errors {
     pub const UNKNOWN_SERVER_ERROR: i16 = -1;
     pub const NONE: i16 = 0;
+    pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
     pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
     pub const ILLEGAL_GENERATION: i16 = 22;
     pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
@@ -57,15 +60,27 @@ pub mod errors {
     pub const NON_EMPTY_GROUP: i16 = 68;
     pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
     pub const FENCED_INSTANCE_ID: i16 = 82;
 }
 
-/// `group.min.session.timeout.ms`, `group.max.session.timeout.ms`, `group.initial.rebalance.delay.ms`.
+/// `group.min.session.timeout.ms`, `group.max.session.timeout.ms`, `group.initial.rebalance.delay.ms`,
+/// and the bounds on what JoinGroups can make the coordinator hold (Kafka's `group.max.size`
+/// defaults to unbounded; here every count a client can raise has a ceiling).
 #[derive(Clone, Debug)]
 pub struct CoordinatorConfig {
     pub min_session_timeout_ms: i32,
     pub max_session_timeout_ms: i32,
     pub initial_rebalance_delay_ms: i32,
+    /// Members plus pending member ids of one group: beyond, GROUP_MAX_SIZE_REACHED (as Kafka's
+    /// `group.max.size`).
+    pub max_group_size: usize,
+    /// Pending member ids (MEMBER_ID_REQUIRED handed out, not yet joined) over all groups, each
+    /// with a timer: beyond, the retriable COORDINATOR_LOAD_IN_PROGRESS.
+    pub max_pending_members: usize,
+    /// Groups held; idle ones (Empty, nobody joined or pending) are dropped first, then
+    /// COORDINATOR_LOAD_IN_PROGRESS.
+    pub max_groups: usize,
 }
 
 impl Default for CoordinatorConfig {
@@ -74,6 +89,9 @@ impl Default for CoordinatorConfig {
             min_session_timeout_ms: 6000,
             max_session_timeout_ms: 1_800_000,
             initial_rebalance_delay_ms: 3000,
+            max_group_size: 1000,
+            max_pending_members: 10_000,
+            max_groups: 100_000,
         }
     }
 }
@@ -231,6 +249,10 @@ impl Coordinator {
             req.rebalance_timeout_ms = req.session_timeout_ms;
         }
         let mut groups = self.lock();
+        if let Some(refused) = self.over_bounds(&mut groups, &req) {
+            let _ = tx.send(JoinResponse::error(refused, req.member_id));
+            return rx;
+        }
         let group = match groups.get_mut(&req.group_id) {
             Some(group) => group,
             None if !req.member_id.is_empty() => {
@@ -245,6 +267,60 @@ impl Coordinator {
         };
         group.join(&req, tx);
         rx
+    }
+
+    /// The error for a JoinGroup that would take the coordinator past its bounds: a new group
+    /// beyond `max_groups` (after dropping idle ones), a new member beyond `max_group_size`, a
+    /// pending member id beyond `max_pending_members`. Re-joins of known members always pass.
+    fn over_bounds(&self, groups: &mut HashMap<String, Group>, req: &JoinRequest) -> Option<i16> {
+        let c = &self.config;
+        if !req.member_id.is_empty() {
+            return None;
+        }
+        match groups.get(&req.group_id) {
+            None if groups.len() >= c.max_groups => {
+                groups.retain(|_, g| !g.is_idle());
+                if groups.len() >= c.max_groups {
+                    return Some(errors::COORDINATOR_LOAD_IN_PROGRESS);
+                }
+            }
+            Some(g) => {
+                let replaces = req.group_instance_id.as_ref().is_some_and(|i| g.static_members.contains_key(i));
+                if !replaces && g.members.len() + g.pending_join.len() >= c.max_group_size {
+                    return Some(errors::GROUP_MAX_SIZE_REACHED);
+                }
+            }
+            None => {}
+        }
+        let becomes_pending = req.group_instance_id.is_none() && req.version >= join::MEMBER_ID_REQUIRED_VERSION;
+        if becomes_pending && groups.values().map(|g| g.pending_join.len()).sum::<usize>() >= c.max_pending_members {
+            return Some(errors::COORDINATOR_LOAD_IN_PROGRESS);
+        }
+        None
+    }
+
+    /// Drops idle groups (Empty, no member, no pending member id): their record holds nothing
+    /// a client needs (offsets are kept elsewhere). Returns how many went.
+    pub fn sweep_idle(&self) -> usize {
+        let mut groups = self.lock();
+        let before = groups.len();
+        groups.retain(|_, g| !g.is_idle());
+        before - groups.len()
+    }
+
+    /// Someone is in the group: a member or a pending member id.
+    pub fn in_use(&self, group_id: &str) -> bool {
+        self.lock().get(group_id).is_some_and(|g| !g.is_idle())
+    }
+
+    /// Groups held (tests and metrics).
+    pub fn group_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Pending member ids over all groups (tests).
+    pub fn pending_count(&self) -> usize {
+        self.lock().values().map(|g| g.pending_join.len()).sum()
     }
 
     /// Parks in CompletingRebalance until the leader's SyncGroup arrives.

@@ -148,6 +148,11 @@ impl Group {
         self.members.iter_mut().find(|m| m.id == id)
     }
 
+    /// Empty with nobody joined or pending: the record can go.
+    pub(super) fn is_idle(&self) -> bool {
+        self.state == State::Empty && self.members.is_empty() && self.pending_join.is_empty()
+    }
+
     pub(super) fn has_member(&self, id: &str) -> bool {
         self.member(id).is_some()
     }
