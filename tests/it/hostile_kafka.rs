@@ -236,7 +236,9 @@ async fn a_zstd_bomb_is_refused_without_inflating_it() {
     let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("bomb", 1, bomb)).await;
     let grown_mib = (peak_rss_kib() - before) / 1024;
     assert_eq!(first(&r).0, 10, "MESSAGE_TOO_LARGE");
-    assert!(grown_mib < 256, "the peak RSS grew by {grown_mib} MiB");
+    // Tests share the process: leave room for another test's memory at the same moment (the
+    // bomb alone grew the peak by 513 MiB before the fix).
+    assert!(grown_mib < 384, "the peak RSS grew by {grown_mib} MiB");
     let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("bomb", 1, batch(1, None))).await;
     assert_eq!(first(&r), (0, 0), "nothing was stored, and the broker still serves");
     b.stop().await;
