@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
@@ -143,8 +143,11 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
                 run.clear();
                 run_base = m.queue_offset;
             }
-            taken += slice.len();
-            run.push(mapping::to_record(&m, s.config.max_message_size));
+            // A body RocketMQ producers compressed goes out inflated (up to maxMessageSize): the
+            // budget counts what is held, not what was stored, or small bombs fill a fetch.
+            let rec = mapping::to_record(&m, s.config.max_message_size);
+            taken += slice.len().max(rec.value.as_ref().map_or(0, Bytes::len));
+            run.push(rec);
             next = m.queue_offset + 1;
         }
         next = next.max(got.next_begin_offset);

@@ -401,3 +401,31 @@ async fn compressed_batches_of_every_codec_are_stored() {
     assert_eq!(latest(&mut c, "codecs").await, 12);
     b.stop().await;
 }
+
+/// RocketMQ producers may zlib-compress a body (sysFlag COMPRESSED); a Kafka fetch inflates it.
+/// Before the fix the fetch budget counted the stored (compressed) bytes only: twenty 1 KiB
+/// bodies that each inflate to 1 MiB all went into one 1 MiB fetch, 20 MiB held in memory.
+#[tokio::test]
+async fn a_fetch_counts_inflated_rocketmq_bodies_against_its_budget() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let c = client();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(&vec![0u8; 1 << 20]).unwrap();
+    let bomb = z.finish().unwrap();
+    assert!(bomb.len() < 2048, "{}", bomb.len());
+    for _ in 0..20 {
+        let mut req = send("zbomb", 0, &bomb, "A");
+        req.ext_fields.insert("f".into(), "1".into()); // sysFlag COMPRESSED
+        assert_eq!(call_addr(&c, &b.addr, req).await.response_code(), ferrocket::protocol::ResponseCode::SUCCESS);
+    }
+    let mut k = Conn::open(port).await;
+    let r: FetchResponse = k.call(ApiKey::Fetch, 12, &fetch("zbomb")).await;
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    let held = p.records.as_ref().map_or(0, |r| r.len());
+    assert!(held > 0, "nothing fetched");
+    assert!(held <= (2 << 20) + (64 << 10), "a 1 MiB fetch held {held} bytes of inflated bodies");
+    b.stop().await;
+}
