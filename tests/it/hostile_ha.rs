@@ -86,6 +86,18 @@ async fn a_report_counts_only_bytes_the_master_sent_on_that_connection() {
     assert_eq!(offset, 0);
     assert!(len > 0);
     s.write_all(&i64::MAX.to_be_bytes()).await.unwrap();
+    // Wait until the master has read that report: it is credited with what this connection was
+    // sent (the first frame's end; the first report was credited 0). Without this wait the
+    // forged send below could be appended and written to the socket before the report is read,
+    // and a report read after its bytes were sent rightly counts them.
+    let end = (offset + len as i64) as u64;
+    let ha = b.inner.ha_service.clone().expect("a SYNC_MASTER has an HA service");
+    let credited = eventually(Duration::from_secs(5), || {
+        let ha = ha.clone();
+        async move { ha.slave_acks() == vec![end] }
+    })
+    .await;
+    assert!(credited, "the report was never read: acks {:?}, sent up to {end}", ha.slave_acks());
     let r = call_addr(&c, &b.addr, send("HA", 0, b"forged", "A")).await;
     assert_eq!(
         r.response_code(),
