@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use super::conn::{reply, Reply, Request};
 use super::records::{self, error};
 use super::{mapping, names, Kafka};
+use crate::model::message::{sys_flag, StoredMessage};
 use crate::model::perm;
 use crate::store::commit_log::record;
 use crate::store::{AcceptAll, READ_AFTER_SEND_WAIT};
@@ -145,7 +146,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
             }
             // A body RocketMQ producers compressed goes out inflated (up to maxMessageSize): the
             // budget counts what is held, not what was stored, or small bombs fill a fetch.
-            let rec = mapping::to_record(&m, s.config.max_message_size);
+            let rec = out_record(&m, s.config.max_message_size);
             taken += slice.len().max(rec.value.as_ref().map_or(0, Bytes::len));
             run.push(rec);
             next = m.queue_offset + 1;
@@ -156,6 +157,19 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
         records::write_batch(&mut batch, run_base, &run);
     }
     out.with_records(Some(batch.freeze()))
+}
+
+/// The record a stored message goes out as. A body RocketMQ producers compressed is inflated
+/// (up to `max`): CPU work, so on a multi-thread runtime the worker first hands its other tasks
+/// to another thread (`block_in_place`); a current-thread runtime (tests) inflates inline.
+fn out_record(m: &StoredMessage, max: usize) -> records::Record {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if m.sys_flag & sys_flag::COMPRESSED != 0 && multi_thread {
+        tokio::task::block_in_place(|| mapping::to_record(m, max))
+    } else {
+        mapping::to_record(m, max)
+    }
 }
 
 /// -2 earliest, -1 latest (the high watermark), -3 the largest record timestamp (v7+), otherwise the
