@@ -26,7 +26,7 @@ accounts:
 ";
 
 /// What `AclClientRPCHook.doBeforeRequest` does to a request.
-fn sign(mut req: RemotingCommand, ak: &str, sk: &str) -> RemotingCommand {
+pub(super) fn sign(mut req: RemotingCommand, ak: &str, sk: &str) -> RemotingCommand {
     req.ext_fields.insert("AccessKey".into(), ak.into());
     let values: Vec<&str> = req.ext_fields.values().map(String::as_str).collect();
     let sig = ferrocket::acl::signature(sk, &values, &req.body);
