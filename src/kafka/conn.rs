@@ -22,22 +22,11 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use super::api::{reply, Reply, Request};
 use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, Kafka};
 
 /// Kafka's `socket.request.max.bytes`.
 pub const MAX_REQUEST: usize = 100 * 1024 * 1024;
-
-/// What a handler hands back: a response frame, or nothing (acks=0).
-pub type Reply = anyhow::Result<Option<BytesMut>>;
-
-/// A decoded request header and who sent it.
-pub struct Request {
-    pub key: ApiKey,
-    pub version: i16,
-    pub correlation_id: i32,
-    pub client_id: String,
-    pub peer: SocketAddr,
-}
 
 pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
     let (read, mut write) = stream.into_split();
@@ -119,7 +108,7 @@ pub fn decode(mut body: Bytes) -> anyhow::Result<Decoded> {
         anyhow::bail!("API {key:?} ({api_key}) is not served by this broker");
     };
     if key == ApiKey::ApiVersions && version > max {
-        return Ok(Decoded::Answer(versions::frame(key, 0, correlation_id, &versions::api_versions_too_new())?));
+        return Ok(Decoded::Answer(super::api::frame(key, 0, correlation_id, &versions::api_versions_too_new())?));
     }
     if version < min || version > max {
         anyhow::bail!("{key:?} version {version} outside the served range {min}-{max}");
@@ -174,14 +163,6 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         RequestKind::DeleteGroups(r) => groups::delete_groups(k, &req, r).await,
         _ => anyhow::bail!("no handler for {key:?}"),
     }
-}
-
-/// Encodes `body` as the answer to `req`.
-pub fn reply<R>(req: &Request, body: &R) -> Reply
-where
-    R: kafka_protocol::protocol::Encodable + kafka_protocol::protocol::HeaderVersion,
-{
-    Ok(Some(versions::frame(req.key, req.version, req.correlation_id, body)?))
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@ use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionRespon
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
 use tokio::sync::Notify;
 
-use super::conn::{reply, Reply, Request};
-use super::records::{self, error};
+use super::api::error;
+use super::api::{reply, Reply, Request};
+use super::records;
 use super::{mapping, names, Kafka};
 use crate::model::message::{sys_flag, StoredMessage};
 use crate::model::perm;

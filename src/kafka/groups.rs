@@ -14,10 +14,10 @@ use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use super::conn::{reply, Reply, Request};
+use super::api::error;
+use super::api::{reply, Reply, Request};
 use super::group::{self, JoinRequest, LeaveMember, SyncRequest};
 use super::metadata::s;
-use super::records::error;
 use super::{names, Kafka};
 
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;

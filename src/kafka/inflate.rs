@@ -15,7 +15,8 @@
 
 use std::io::{ErrorKind, Read};
 
-use super::records::{error, Refusal};
+use super::api::error;
+use super::records::Refusal;
 
 /// How much one read of a streaming decoder may add.
 pub const CHUNK: usize = 64 * 1024;

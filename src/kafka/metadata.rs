@@ -16,8 +16,8 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use tracing::info;
 
-use super::conn::{reply, Reply, Request};
-use super::records::error;
+use super::api::error;
+use super::api::{reply, Reply, Request};
 use super::{names, Kafka};
 use crate::model::perm;
 

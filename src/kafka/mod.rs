@@ -24,6 +24,7 @@
 //! ```
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
+pub mod api;
 mod commit_metadata;
 pub mod conn;
 mod fetch;

@@ -19,7 +19,8 @@
 //! UNKNOWN_TOPIC_OR_PARTITION would leave a producer retrying until its delivery timeout and a
 //! consumer polling for ever. Listings (Metadata for all topics) leave system topics out.
 
-use super::records::{error, Refusal};
+use super::api::error;
+use super::records::Refusal;
 use crate::meta::config::BrokerConfig;
 use crate::model::name::shown;
 

@@ -9,9 +9,9 @@ use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponseParti
 use kafka_protocol::messages::offset_fetch_response::*;
 use kafka_protocol::messages::*;
 
-use super::conn::{reply, Reply, Request};
+use super::api::error;
+use super::api::{reply, Reply, Request};
 use super::metadata::s;
-use super::records::error;
 use super::{names, Kafka};
 
 const OFFSET_METADATA_TOO_LARGE: i16 = 12;

@@ -14,9 +14,10 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use tracing::debug;
 
-use super::conn::{reply, Reply, Request};
+use super::api::error;
+use super::api::{reply, Reply, Request};
 use super::producer_ids::{BatchSeq, SeqCheck};
-use super::records::{self, error};
+use super::records;
 use super::{mapping, names, Kafka};
 use crate::ha::master::ReplicaWait;
 use crate::ha::HaService;

@@ -19,8 +19,8 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
-use super::conn::{reply, Reply, Request};
-use super::records::error;
+use super::api::error;
+use super::api::{reply, Reply, Request};
 use super::Kafka;
 
 const BLOCK: i64 = 1000;

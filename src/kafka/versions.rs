@@ -6,10 +6,9 @@
 
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, ResponseHeader};
-use kafka_protocol::protocol::{Encodable, HeaderVersion};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
-use super::records::error;
+use super::api::error;
 
 /// (api, min, max). Produce starts at 0 although v0-2 are refused: librdkafka before 2.11.1
 /// turns compression off against a broker whose Produce minimum is above 0 (KAFKA-18659).
@@ -61,23 +60,6 @@ pub fn api_versions_too_new() -> ApiVersionsResponse {
     .with_api_key(ApiKey::ApiVersions as i16)
     .with_min_version(min)
     .with_max_version(max)])
-}
-
-/// A whole response frame: size, header (the version `key` uses at `version`), body.
-pub fn frame<R: Encodable + HeaderVersion>(
-    key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    body: &R,
-) -> anyhow::Result<BytesMut> {
-    let header_version = if key == ApiKey::ApiVersions { 0 } else { key.response_header_version(version) };
-    let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    let size = header.compute_size(header_version)? + body.compute_size(version)?;
-    let mut out = BytesMut::with_capacity(4 + size);
-    out.put_i32(i32::try_from(size)?);
-    header.encode(&mut out, header_version)?;
-    body.encode(&mut out, version)?;
-    Ok(out)
 }
 
 /// Produce v0-2 cannot be decoded with the codec: every partition gets UNSUPPORTED_VERSION,
