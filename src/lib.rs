@@ -16,6 +16,7 @@
 pub mod acl;
 pub mod broker;
 pub mod config;
+pub mod core;
 pub mod filter;
 pub mod ha;
 pub mod kafka;

@@ -25,7 +25,7 @@ pub mod processor;
 pub mod register;
 pub mod schedule;
 pub mod slave_sync;
-pub mod stats;
+pub use crate::core::stats;
 pub mod timer;
 pub mod transaction;
 
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
@@ -58,16 +58,13 @@ pub enum StartError {
     BadAddress(String),
 }
 
-/// Everything the request handlers share.
+/// Everything the request handlers share: the [`Core`](crate::core::Core) both doors share
+/// (reached through `Deref`: `b.store`, `b.topics`, `b.config` ...) and what only the RocketMQ
+/// side has.
 pub struct BrokerInner {
-    pub config: BrokerConfig,
-    pub store: Arc<MessageStore>,
-    pub topics: Arc<topic::TopicConfigManager>,
-    pub groups: Arc<subscription::SubscriptionGroupManager>,
-    pub offsets: Arc<offset::ConsumerOffsetManager>,
+    pub core: Arc<crate::core::Core>,
     pub consumers: client::ConsumerManager,
     pub producers: client::ProducerManager,
-    pub hold: Arc<hold::PullHold>,
     /// Compiled SQL92 subscriptions.
     pub filters: filter::ConsumerFilters,
     pub locks: lock::RebalanceLockManager,
@@ -76,37 +73,25 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Transactions committed here but not yet on the slaves (SYNC_MASTER).
     pub unreplicated_commits: transaction::UnreplicatedCommits,
-    /// Keys UPDATE_BROKER_CONFIG may change while running.
-    pub live: Arc<LiveConfig>,
-    /// Labels of this broker's metrics; `None` with `metricsExporterType=DISABLE`.
-    pub metrics: Option<Arc<crate::telemetry::Node>>,
     /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
     pub config_file: config_file::BrokerConfigFile,
-    /// Master roles: streams the CommitLog to slaves.
-    pub ha_service: Option<Arc<crate::ha::HaService>>,
     /// Slave role: replicates from the master.
     pub ha_client: Option<Arc<crate::ha::HaClient>>,
-    pub stats: stats::BrokerStats,
-    /// Cancelled when the broker starts shutting down: held pulls are answered at once.
-    pub closing: CancellationToken,
     /// Slave role: the master's broker address (from registration), for metadata sync.
     pub master_addr: std::sync::Mutex<Option<String>>,
-    /// `brokerIP1:listenPort`, written into every stored message and message id.
-    pub store_host: SocketAddr,
-    pub register_now: Arc<Notify>,
-    /// Registrations asked for by topic changes, and the last of them a finished round of
-    /// REGISTER_BROKER covered (`topics_changed` waits for its own).
-    pub register_asked: std::sync::atomic::AtomicU64,
-    pub register_done: tokio::sync::watch::Sender<u64>,
-    /// Whether the registration loop runs (a broker that never serves does not wait for it).
-    pub registering: std::sync::atomic::AtomicBool,
     pub outbound: RemotingClient<NoCallbacks>,
-    /// Sends in progress; a send that cannot get a permit in time is answered SYSTEM_BUSY.
-    pub send_permits: Semaphore,
     /// Slave: rung when the dispatcher learned a topic from replicated records.
     pub topics_learned: Notify,
     /// `aclEnable=true`: the accounts every request is checked against.
     pub acl: Option<Arc<crate::acl::Acl>>,
+}
+
+impl std::ops::Deref for BrokerInner {
+    type Target = crate::core::Core;
+
+    fn deref(&self) -> &crate::core::Core {
+        &self.core
+    }
 }
 
 /// `DefaultMQProducer.defaultTopicQueueNums`: the queues a client asks for when its send
@@ -114,34 +99,6 @@ pub struct BrokerInner {
 const CLIENT_DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 
 impl BrokerInner {
-    /// Persists topics and asks for an immediate registration (topic created or changed).
-    pub async fn topics_changed(self: &Arc<Self>) {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.persist_topics().await;
-        let ticket = self.register_asked.fetch_add(1, SeqCst) + 1;
-        self.register_now.notify_one();
-        if !self.registering.load(SeqCst) {
-            return;
-        }
-        // Java registers a topic a send created before it answers the send
-        // (`createTopicInSendMessageMethod` -> `registerBrokerAll`, up to
-        // registerBrokerTimeoutMills): a client asking the NameServer next finds the route.
-        let mut done = self.register_done.subscribe();
-        let wait = Duration::from_millis(self.config.register_broker_timeout_mills);
-        let _ = tokio::time::timeout(wait, done.wait_for(|d| *d >= ticket)).await;
-    }
-
-    /// Returns once topics.json holds every topic change made so far (written off the async
-    /// workers; a failed write is logged by the file's writer, once).
-    pub async fn persist_topics(&self) {
-        let _ = self.topics.persist().await;
-    }
-
-    /// Returns once subscriptionGroup.json holds every group change made so far.
-    pub async fn persist_groups(&self) {
-        let _ = self.groups.persist().await;
-    }
-
     /// Slave: learns the topic of a dispatched record when it does not know it (or not that
     /// queue), so that everything it holds is consumable even if its master died before the
     /// metadata sync copied the topic. Runs on the dispatcher thread: in memory only.
@@ -263,37 +220,31 @@ impl Broker {
             )),
             false => None,
         };
-        let live = Arc::new(LiveConfig::new(&config));
         let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
-        let inner = Arc::new(BrokerInner {
+        let core = Arc::new(crate::core::Core::new(crate::core::Parts {
             metrics: metrics::node(&config),
-            config_file: config_file::BrokerConfigFile::new(config_path),
             config,
             store,
-            topics: Arc::new(topics),
-            groups: Arc::new(groups),
-            offsets: Arc::new(offsets),
+            topics,
+            groups,
+            offsets,
+            hold,
+            ha_service,
+            store_host,
+        }));
+        let inner = Arc::new(BrokerInner {
+            core,
+            config_file: config_file::BrokerConfigFile::new(config_path),
             consumers: client::ConsumerManager::default(),
             producers: client::ProducerManager::default(),
-            hold,
             filters: filter::ConsumerFilters::default(),
             locks: lock::RebalanceLockManager::default(),
-            live,
-            ha_service,
             ha_client,
             master_addr: std::sync::Mutex::new(None),
-            stats: stats::BrokerStats::default(),
-            closing: CancellationToken::new(),
             schedule,
             timer,
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
-            store_host,
-            register_now: Arc::new(Notify::new()),
-            register_asked: std::sync::atomic::AtomicU64::new(0),
-            register_done: tokio::sync::watch::Sender::new(0),
-            registering: std::sync::atomic::AtomicBool::new(false),
             outbound,
-            send_permits: Semaphore::new(1024),
             topics_learned: Notify::new(),
             acl,
         });
@@ -426,19 +377,7 @@ async fn bind_kafka(
         info!(port = c.kafka_listen_port, "kafkaListenPort ignored on a slave: Kafka clients use the master");
         return Ok(None);
     }
-    let shared = crate::kafka::Shared {
-        config: c.clone(),
-        store: inner.store.clone(),
-        topics: inner.topics.clone(),
-        offsets: inner.offsets.clone(),
-        groups: inner.groups.clone(),
-        hold: inner.hold.clone(),
-        live: inner.live.clone(),
-        ha: inner.ha_service.clone(),
-        topics_changed: inner.register_now.clone(),
-        store_host: inner.store_host,
-        closing: inner.closing.clone(),
-    };
+    let shared = inner.core.clone();
     let kafka = crate::kafka::Kafka::new(shared).map_err(|why| StartError::Config { what: "Kafka listener", why })?;
     let addr = format!("{}:{}", c.bind_address, c.kafka_listen_port);
     let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Bind { addr, source })?;

@@ -7,7 +7,6 @@
 //! (KIP-74). With fewer than `min_bytes` it parks on the queues' arrival signals (the store's
 //! dispatcher rings them, as for RocketMQ long polling) until data comes or `max_wait_ms` ends.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,12 +14,12 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse};
-use tokio::sync::Notify;
 
 use super::api::error;
 use super::api::{reply, Reply, Request};
 use super::records;
 use super::{mapping, names, Kafka};
+use crate::core::Protocol;
 use crate::model::message::{sys_flag, StoredMessage};
 use crate::model::perm;
 use crate::store::commit_log::record;
@@ -33,92 +32,116 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: FetchRequest) -> Reply {
     let max_bytes = usize::try_from(r.max_bytes).unwrap_or(0).min(FETCH_MAX_BYTES);
     let min_bytes = usize::try_from(r.min_bytes).unwrap_or(0).min(max_bytes);
     let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::try_from(r.max_wait_ms).unwrap_or(0));
-    let read_committed = r.isolation_level == 1;
-    loop {
+    // Only served partitions are waited on: a hostile name or partition must not leave a signal.
+    let served: Vec<(&str, i32)> = r
+        .topics
+        .iter()
+        .filter(|t| names::check_topic(&k.shared.config, &t.topic.0).is_ok())
+        .filter_map(|t| k.shared.topics.view(&t.topic.0).map(|v| (t, v.read_queue_nums)))
+        .flat_map(|(t, queues)| {
+            let served = t.partitions.iter().filter(move |p| p.partition >= 0 && p.partition < queues);
+            served.map(|p| (&*t.topic.0, p.partition))
+        })
+        .collect();
+    let request = &r;
+    let check = || async move {
         // What producers were told is stored must be readable (the dispatcher may lag a moment),
         // and a wake-up by the first record of a batch reads the whole batch.
         k.shared.store.await_dispatched(READ_AFTER_SEND_WAIT).await;
-        let signals: Vec<Arc<Notify>> = r
-            .topics
-            .iter()
-            // Only served partitions get a signal: a hostile name or partition must not leave one.
-            .filter(|t| names::check_topic(&k.shared.config, &t.topic.0).is_ok())
-            .filter_map(|t| k.shared.topics.view(&t.topic.0).map(|v| (t, v.read_queue_nums)))
-            .flat_map(|(t, queues)| {
-                let served = t.partitions.iter().filter(move |p| p.partition >= 0 && p.partition < queues);
-                served.map(|p| k.shared.hold.signal(&t.topic.0, p.partition))
-            })
-            .collect();
-        let mut waits: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
-            signals.iter().map(|s| Box::pin(s.notified())).collect();
-        for w in &mut waits {
-            w.as_mut().enable();
-        }
-        let mut budget = max_bytes;
-        let mut any_data = false;
-        let mut any_error = false;
-        let mut topics = Vec::with_capacity(r.topics.len());
-        for t in &r.topics {
-            let mut parts = Vec::with_capacity(t.partitions.len());
-            for p in &t.partitions {
-                let limit = usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget);
-                let mut data = read_partition(k, &t.topic.0, p.partition, p.fetch_offset, limit, !any_data);
-                if data.error_code != error::NONE {
-                    any_error = true;
-                }
-                let n = data.records.as_ref().map_or(0, |b| b.len());
-                if n > 0 {
-                    any_data = true;
-                }
-                budget = budget.saturating_sub(n);
-                if !read_committed {
-                    data = data.with_aborted_transactions(None);
-                }
-                parts.push(data);
-            }
-            topics.push(FetchableTopicResponse::default().with_topic(t.topic.clone()).with_partitions(parts));
-        }
-        let bytes = max_bytes - budget;
-        let now = tokio::time::Instant::now();
-        if bytes >= min_bytes.max(1)
-            || any_error
-            || now >= deadline
-            || waits.is_empty()
-            || k.shared.closing.is_cancelled()
-        {
-            return reply(req, &FetchResponse::default().with_session_id(0).with_responses(topics));
-        }
-        tokio::select! {
-            _ = futures_util::future::select_all(waits) => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-            _ = k.shared.closing.cancelled() => {}
+        let read = read_all(k, request, max_bytes);
+        (read.bytes >= min_bytes.max(1) || read.any_error || k.shared.closing.is_cancelled()).then_some(read)
+    };
+    let read = match k.shared.wait_for_arrivals(served, deadline, check).await {
+        Some(read) => read,
+        None => read_all(k, &r, max_bytes),
+    };
+    if let Some(node) = k.shared.metrics.as_deref() {
+        for (topic, count, bytes) in &read.out {
+            let system = k.shared.is_system_topic(topic);
+            crate::telemetry::messages_out(node, Protocol::Kafka, topic, "", system, *count, *bytes);
         }
     }
+    k.shared.stats.add_got(read.out.iter().map(|(_, n, _)| n).sum());
+    reply(req, &FetchResponse::default().with_session_id(0).with_responses(read.topics))
 }
 
-/// One partition's answer: records from `offset`, at most `limit` bytes unless `first`.
-fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: usize, first: bool) -> PartitionData {
+/// One pass over the requested partitions.
+struct Read {
+    topics: Vec<FetchableTopicResponse>,
+    bytes: usize,
+    any_error: bool,
+    /// Per topic: records and bytes handed out.
+    out: Vec<(String, u64, u64)>,
+}
+
+fn read_all(k: &Kafka, r: &FetchRequest, max_bytes: usize) -> Read {
+    let read_committed = r.isolation_level == 1;
+    let mut budget = max_bytes;
+    let mut any_data = false;
+    let mut any_error = false;
+    let mut topics = Vec::with_capacity(r.topics.len());
+    let mut out = Vec::new();
+    for t in &r.topics {
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        let (mut count, mut bytes) = (0u64, 0u64);
+        for p in &t.partitions {
+            let limit = usize::try_from(p.partition_max_bytes).unwrap_or(0).min(budget);
+            let (mut data, n_records) = read_partition(k, &t.topic.0, p.partition, p.fetch_offset, limit, !any_data);
+            if data.error_code != error::NONE {
+                any_error = true;
+            }
+            let n = data.records.as_ref().map_or(0, |b| b.len());
+            if n > 0 {
+                any_data = true;
+            }
+            count += n_records;
+            bytes += n as u64;
+            budget = budget.saturating_sub(n);
+            if !read_committed {
+                data = data.with_aborted_transactions(None);
+            }
+            parts.push(data);
+        }
+        if count > 0 {
+            out.push((t.topic.0.to_string(), count, bytes));
+        }
+        topics.push(FetchableTopicResponse::default().with_topic(t.topic.clone()).with_partitions(parts));
+    }
+    Read { topics, bytes: max_bytes - budget, any_error, out }
+}
+
+/// One partition's answer: records from `offset`, at most `limit` bytes unless `first`; and how
+/// many records it holds.
+fn read_partition(
+    k: &Kafka,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    limit: usize,
+    first: bool,
+) -> (PartitionData, u64) {
     let s = &k.shared;
     let mut out = PartitionData::default().with_partition_index(partition);
     if let Err((code, _)) = names::check_topic(&s.config, topic) {
-        return out.with_error_code(code).with_high_watermark(-1);
+        return (out.with_error_code(code).with_high_watermark(-1), 0);
     }
     let Some(view) = s.topics.view(topic).filter(|v| partition >= 0 && partition < v.read_queue_nums) else {
-        return out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_high_watermark(-1);
+        return (out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION).with_high_watermark(-1), 0);
     };
     if !perm::is_readable(view.perm) {
-        return out.with_error_code(error::TOPIC_AUTHORIZATION_FAILED).with_high_watermark(-1);
+        return (out.with_error_code(error::TOPIC_AUTHORIZATION_FAILED).with_high_watermark(-1), 0);
     }
     let (min, max) = (s.store.min_offset_in_queue(topic, partition), s.store.max_offset_in_queue(topic, partition));
     out = out.with_high_watermark(max).with_last_stable_offset(max).with_log_start_offset(min);
     if offset < min || offset > max {
-        return out.with_error_code(error::OFFSET_OUT_OF_RANGE);
+        return (out.with_error_code(error::OFFSET_OUT_OF_RANGE), 0);
     }
     let mut batch = BytesMut::new();
     let mut run: Vec<records::Record> = Vec::new();
     let mut run_base = offset;
     let mut next = offset;
     let mut taken = 0usize;
+    let mut records_out = 0u64;
     'read: while next < max {
         let room = if first && taken == 0 { usize::MAX } else { limit.saturating_sub(taken) };
         if room == 0 {
@@ -142,6 +165,7 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
                 run_base = m.queue_offset;
             } else if m.queue_offset != run_base + run.len() as i64 {
                 records::write_batch(&mut batch, run_base, &run);
+                records_out += run.len() as u64;
                 run.clear();
                 run_base = m.queue_offset;
             }
@@ -156,8 +180,9 @@ fn read_partition(k: &Kafka, topic: &str, partition: i32, offset: i64, limit: us
     }
     if !run.is_empty() {
         records::write_batch(&mut batch, run_base, &run);
+        records_out += run.len() as u64;
     }
-    out.with_records(Some(batch.freeze()))
+    (out.with_records(Some(batch.freeze())), records_out)
 }
 
 /// The record a stored message goes out as. A body RocketMQ producers compressed is inflated

@@ -22,6 +22,7 @@ use base64::Engine;
 use bytes::Bytes;
 
 use super::records::{decode_headers, encode_headers, Record};
+use crate::core::properties::{new_uniq_id, stored_properties, BrokerProperties};
 use crate::model::message::{self, property, sys_flag, MessageToStore, StoredMessage};
 
 pub const KAFKA_KEY: &str = "KAFKA_KEY";
@@ -108,6 +109,7 @@ pub fn to_store(
     queue_id: i32,
     born_host: SocketAddr,
     store_host: SocketAddr,
+    broker: BrokerProperties<'_>,
 ) -> MessageToStore {
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut props: Vec<(String, String)> = Vec::with_capacity(record.headers.len() + 2);
@@ -153,6 +155,9 @@ pub fn to_store(
         props.push((KAFKA_NULL_VALUE.into(), "true".into()));
     }
     let properties = message::properties_to_string(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // The properties every broker writes, whichever door a message came through: a RocketMQ
+    // consumer sees a Kafka record with a message id (UNIQ_KEY), region, trace flag and cluster.
+    let properties = stored_properties(&properties, broker, || new_uniq_id(store_host));
     let tags = props.iter().find(|(k, _)| k == property::TAGS).map(|(_, v)| v.as_str());
     MessageToStore {
         topic: topic.to_owned(),
@@ -240,8 +245,12 @@ mod tests {
         "127.0.0.1:1".parse().unwrap()
     }
 
+    fn broker() -> BrokerProperties<'static> {
+        BrokerProperties { region: "R", trace_on: true, cluster: "C" }
+    }
+
     fn round_trip(r: &Record) -> Record {
-        let m = to_store(r, "T", 0, addr(), addr());
+        let m = to_store(r, "T", 0, addr(), addr(), broker());
         let stored = StoredMessage {
             sys_flag: m.sys_flag,
             born_timestamp: m.born_timestamp,
@@ -264,7 +273,7 @@ mod tests {
             value: Some(b("v")),
             headers: vec![(b("z"), Some(b("1"))), (b("TAGS"), Some(b("TagA"))), (b("a"), Some(b("2")))],
         };
-        let m = to_store(&r, "T", 0, addr(), addr());
+        let m = to_store(&r, "T", 0, addr(), addr(), broker());
         assert_eq!(message::property_value(&m.properties, "KEYS"), Some("order-1"));
         assert_eq!(message::property_value(&m.properties, "z"), Some("1"));
         assert_eq!(m.tags_code, message::tags_code(Some("TagA")));
@@ -279,7 +288,7 @@ mod tests {
             value: None,
             headers: vec![(b("h"), Some(b("1"))), (b("h"), None), (b("KEYS"), Some(Bytes::from_static(&[0xff])))],
         };
-        let m = to_store(&r, "T", 0, addr(), addr());
+        let m = to_store(&r, "T", 0, addr(), addr(), broker());
         assert!(message::property_value(&m.properties, KAFKA_HEADERS).is_some());
         assert_eq!(round_trip(&r), r);
         let spaced = Record { key: Some(b("two words")), value: Some(Bytes::new()), headers: vec![], timestamp: 1 };
@@ -318,7 +327,7 @@ mod tests {
                 (b("TAGS"), Some(b("second"))),
             ],
         };
-        let m = to_store(&r, "T", 0, addr(), addr());
+        let m = to_store(&r, "T", 0, addr(), addr(), broker());
         assert!(message::property_value(&m.properties, KAFKA_HEADERS).is_some());
         assert_eq!(message::property_value(&m.properties, "TAGS"), Some("TagA"));
         assert_eq!(m.tags_code, message::tags_code(Some("TagA")));
@@ -326,7 +335,7 @@ mod tests {
         assert_eq!(round_trip(&r), r, "the key stays null, the headers exact");
         // A text key and a KEYS header: both are keys; the record key survives as itself.
         let both = Record { key: Some(b("k1")), headers: vec![(b("KEYS"), Some(b("k2 k3")))], ..r.clone() };
-        let m = to_store(&both, "T", 0, addr(), addr());
+        let m = to_store(&both, "T", 0, addr(), addr(), broker());
         assert_eq!(message::property_value(&m.properties, "KEYS"), Some("k1 k2 k3"));
         assert_eq!(round_trip(&both), both);
     }

@@ -46,8 +46,9 @@ pub async fn create_topic(k: &Kafka, topic: &str, queues: i32) -> bool {
     let (_, created) = k.shared.topics.create_if_absent(topic, queues, perm::READ | perm::WRITE, 0);
     if created {
         info!(topic, queues, "topic created by a Kafka client");
-        let _ = k.shared.topics.persist().await;
-        k.shared.topics_changed.notify_one();
+        // Persisted and registered with the NameServers before the client is answered, as a
+        // RocketMQ send's auto-creation is: a RocketMQ client asking next finds the route.
+        k.shared.topics_changed().await;
     }
     created
 }
@@ -180,8 +181,7 @@ pub async fn delete_topics(k: &Arc<Kafka>, req: &Request, r: DeleteTopicsRequest
                 res = res.with_error_code(error::KAFKA_STORAGE_ERROR);
             }
             info!(topic, "topic deleted by a Kafka client");
-            let _ = sh.topics.persist().await;
-            sh.topics_changed.notify_one();
+            sh.topics_changed().await;
         }
         if req.version >= 5 && res.error_code != error::NONE {
             res = res.with_error_message(Some(s(format!("cannot delete topic '{topic}'"))));

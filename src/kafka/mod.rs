@@ -3,8 +3,8 @@
 //! fetch on the CommitLog RocketMQ clients use; a message written with either protocol is read
 //! with the other.
 //!
-//! May import: `crate::model`, `crate::store`, `crate::ha`, `crate::meta` (topics, offsets,
-//! config, arrivals), `crate::persist`. Never the broker (which starts it), the RocketMQ codec
+//! May import: `crate::core` (append, waits, the managers), `crate::model`, `crate::store`,
+//! `crate::meta`, `crate::persist`, `crate::telemetry`. Never the broker (which starts it), the RocketMQ codec
 //! (`protocol`) or transport (`remoting`): tests/it/layering.rs checks it.
 //!
 //! ```text
@@ -41,47 +41,19 @@ pub mod records;
 mod retention;
 mod versions;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
-use crate::ha::HaService;
-use crate::meta::config::BrokerConfig;
-use crate::meta::hold::PullHold;
-use crate::meta::live::LiveConfig;
-use crate::meta::offset::ConsumerOffsetManager;
-use crate::meta::subscription::SubscriptionGroupManager;
-use crate::meta::topic::TopicConfigManager;
-use crate::store::MessageStore;
-
-/// What the Kafka handlers share with the RocketMQ side, handed over by the broker.
-pub struct Shared {
-    pub config: BrokerConfig,
-    pub store: Arc<MessageStore>,
-    pub topics: Arc<TopicConfigManager>,
-    pub offsets: Arc<ConsumerOffsetManager>,
-    /// Kafka groups that commit offsets become subscription groups too (with their retry topic,
-    /// as a RocketMQ consumer's heartbeat makes them), so `mqadmin consumerProgress` finds them.
-    pub groups: Arc<SubscriptionGroupManager>,
-    pub hold: Arc<PullHold>,
-    pub live: Arc<LiveConfig>,
-    /// Master of a SYNC_MASTER pair: acks=all waits for slaves here.
-    pub ha: Option<Arc<HaService>>,
-    /// Rung when a topic was created or deleted: the broker registers with the NameServers.
-    pub topics_changed: Arc<Notify>,
-    pub store_host: SocketAddr,
-    /// Cancelled when the broker shuts down: parked fetches and joins answer at once.
-    pub closing: CancellationToken,
-}
+/// What the Kafka handlers share with the RocketMQ side: the broker's [`Core`](crate::core::Core).
+pub type Shared = crate::core::Core;
 
 /// The Kafka front end's state: the shared managers plus the group coordinator and producer ids.
 pub struct Kafka {
-    pub shared: Shared,
+    pub shared: Arc<Shared>,
     pub coordinator: Arc<group::Coordinator>,
     pub producers: producer_ids::ProducerIds,
     /// `host:port` advertised in Metadata and FindCoordinator.
@@ -94,7 +66,7 @@ pub struct Kafka {
 }
 
 impl Kafka {
-    pub fn new(shared: Shared) -> Result<Arc<Self>, String> {
+    pub fn new(shared: Arc<Shared>) -> Result<Arc<Self>, String> {
         let c = &shared.config;
         let advertised = if c.kafka_advertised_address.is_empty() {
             (c.broker_ip1.clone(), i32::from(c.kafka_listen_port))

@@ -24,42 +24,10 @@ use super::records::Refusal;
 use crate::meta::config::BrokerConfig;
 use crate::model::name::shown;
 
-pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-pub const INVALID_GROUP_ID: i16 = 24;
-/// Kafka's `Topic.MAX_NAME_LENGTH`; groups take the same bound.
-const MAX_NAME_LENGTH: usize = 249;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = error::GROUP_AUTHORIZATION_FAILED;
+pub const INVALID_GROUP_ID: i16 = error::INVALID_GROUP_ID;
 
-/// Kafka's `Topic.validate`: `[a-zA-Z0-9._-]{1,249}`, not "." or "..".
-pub fn valid_topic_name(topic: &str) -> bool {
-    !topic.is_empty()
-        && topic.len() <= MAX_NAME_LENGTH
-        && topic != "."
-        && topic != ".."
-        && topic.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-}
-
-/// `TopicValidator.isSystemTopic` and the names a broker registers for itself.
-pub fn is_system_topic(config: &BrokerConfig, topic: &str) -> bool {
-    topic.starts_with("rmq_sys_")
-        || topic.starts_with("RMQ_SYS_")
-        || [
-            "TBW102",
-            "SCHEDULE_TOPIC_XXXX",
-            "BenchmarkTest",
-            "OFFSET_MOVED_EVENT",
-            "SELF_TEST_TOPIC",
-            "TRANS_CHECK_MAX_TIME_TOPIC",
-            "TRANS_CHECK_MAXTIME_TOPIC",
-        ]
-        .contains(&topic)
-        || topic == config.broker_cluster_name
-        || topic == config.broker_name
-}
-
-/// `MixAll.isSysConsumerGroup`-like: the groups RocketMQ's own services consume with.
-pub fn is_system_group(group: &str) -> bool {
-    group.starts_with("CID_RMQ_SYS_")
-}
+pub use crate::meta::names::{is_system_group, is_system_topic, valid_kafka_topic as valid_topic_name};
 
 /// A topic a Kafka request may name: valid for Kafka and not RocketMQ's own.
 pub fn check_topic(config: &BrokerConfig, topic: &str) -> Result<(), Refusal> {
@@ -77,10 +45,7 @@ pub fn check_topic(config: &BrokerConfig, topic: &str) -> Result<(), Refusal> {
 
 /// A group a Kafka request may name.
 pub fn check_group(group: &str) -> Result<(), Refusal> {
-    let legal = !group.is_empty()
-        && group.len() <= MAX_NAME_LENGTH
-        && group.bytes().all(|b| (0x21..=0x7e).contains(&b) && !matches!(b, b'@' | b'/' | b'\\'));
-    if !legal {
+    if !crate::meta::names::valid_kafka_group(group) {
         return Err((
             INVALID_GROUP_ID,
             format!("group '{}': 1 to 249 printable ASCII characters, no '@', '/' or '\\'", shown(group)),

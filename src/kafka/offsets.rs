@@ -89,8 +89,7 @@ async fn register_group(k: &Kafka, group: &str) {
         let _ = sh.groups.persist().await;
     }
     if topic_created {
-        let _ = sh.topics.persist().await;
-        sh.topics_changed.notify_one();
+        sh.topics_changed().await;
     }
 }
 

@@ -19,11 +19,10 @@ use super::api::{reply, Reply, Request};
 use super::producer_ids::{BatchSeq, SeqCheck};
 use super::records;
 use super::{mapping, names, Kafka};
-use crate::ha::master::ReplicaWait;
-use crate::ha::HaService;
+use crate::core::{Durability, Protocol, Refusal, Replicas, TopicWrite, Traffic};
 use crate::model::name::shown;
-use crate::model::perm;
-use crate::store::{now_ms, PutStatus};
+use crate::store::now_ms;
+use crate::telemetry::MessageType;
 
 fn wall_ms() -> u64 {
     u64::try_from(now_ms()).unwrap_or(0)
@@ -81,15 +80,11 @@ async fn produce_partition(
     timeout_ms: i32,
 ) -> Result<(i64, i64), records::Refusal> {
     let s = &k.shared;
+    // The name's Kafka error first (a system topic is an authorization failure, not a
+    // forbidden send), then the core's checks.
     names::check_topic(&s.config, topic)?;
-    let unknown = || (error::UNKNOWN_TOPIC_OR_PARTITION, format!("{topic}-{partition} is not served here"));
-    let view = s.topics.view(topic).ok_or_else(unknown)?;
-    if partition < 0 || partition >= view.write_queue_nums {
-        return Err(unknown());
-    }
-    if !perm::is_writeable(s.live.broker_permission()) || !perm::is_writeable(view.perm) {
-        return Err((error::NOT_LEADER_OR_FOLLOWER, format!("{topic} is not writable on this broker")));
-    }
+    let write = TopicWrite { protocol: Protocol::Kafka, topic, queue_id: partition, create: None };
+    s.writable_topic(&write).await.map_err(refused)?;
     let data = data.ok_or_else(|| (error::INVALID_RECORD, "no record batch".to_owned()))?;
     let limit = s.config.max_message_size;
     if data.len() > limit {
@@ -115,66 +110,75 @@ async fn produce_partition(
         first: batch.base_sequence,
         last: batch.base_sequence.wrapping_add(batch.last_offset_delta),
     };
-    // Kafka checks min.insync.replicas before appending: NOT_ENOUGH_REPLICAS stores nothing.
-    let replicas = replicas_needed(k, acks);
-    if let Some((ha, needed)) = replicas {
-        let in_sync = ha.in_sync_slaves();
-        if in_sync < needed {
-            return Err((error::NOT_ENOUGH_REPLICAS, format!("{in_sync} of {needed} slaves in sync; not appended")));
-        }
-    }
+    let how = Durability {
+        wait_flush: true,
+        // Kafka checks min.insync.replicas before appending: NOT_ENOUGH_REPLICAS stores nothing.
+        replicas: if acks == -1 { Replicas::CheckFirst } else { Replicas::Skip },
+        replica_timeout: Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).min(s.config.slave_timeout)),
+        deferred: false,
+    };
+    // Before the sequence check: a replayed batch meets acks=all no more than the original would.
+    s.check_replicas(how).map_err(refused)?;
     let check = if idempotent { k.producers.check(seq, topic, partition, wall_ms()) } else { SeqCheck::Append };
-    let (offset, end) = match check {
+    let offset = match check {
         SeqCheck::Refuse(code, why) => return Err((code, why)),
         // Stored before: answered only once it is as durable as a fresh append would be.
-        SeqCheck::Duplicate { offset, end } => match put_code(&s.store.wait_flushed(end).await) {
-            error::NONE => (offset, end),
-            code => return Err((code, "a duplicate of a batch not yet flushed".into())),
+        SeqCheck::Duplicate { offset, end } => match s.wait_durable(end, how).await {
+            None => offset,
+            Some(r) => return Err((r.outcome.codes().kafka, format!("a duplicate of a batch: {}", r.why))),
         },
         SeqCheck::Append => {
-            let msgs: Vec<_> =
-                recs.iter().map(|r| mapping::to_store(r, topic, partition, req.peer, s.store_host)).collect();
-            let result = s.store.put_messages(&msgs, true).await;
-            let code = put_code(&result.status);
-            let Some(append) = result.append else {
-                return Err((code, format!("not stored: {:?}", result.status)));
-            };
+            let msgs: Vec<_> = recs
+                .iter()
+                .map(|r| mapping::to_store(r, topic, partition, req.peer, s.store_host, s.broker_properties()))
+                .collect();
+            let _permit = s.admit(Protocol::Kafka).await.map_err(refused)?;
+            let traffic = Traffic { protocol: Protocol::Kafka, topic, kind: MessageType::Normal };
+            let appended = s.append(&msgs, how, traffic).await.map_err(refused)?;
+            let a = &appended.result;
             if idempotent {
-                k.producers.appended(seq, topic, partition, append.queue_offset, append.end_offset, wall_ms());
+                k.producers.appended(seq, topic, partition, a.queue_offset, a.end_offset, wall_ms());
             }
-            if code != error::NONE {
-                return Err((code, format!("stored, but {:?}", result.status)));
+            if let Some(r) = appended.shortfall {
+                return Err((kafka_code(&r), format!("stored, but {}", r.why)));
             }
-            (append.queue_offset, append.end_offset)
+            a.queue_offset
         }
     };
-    if let Some((ha, needed)) = replicas {
-        let wait = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).min(s.config.slave_timeout).max(1));
-        match ha.wait_for_replicas(end, needed, wait).await {
-            ReplicaWait::Ok => {}
-            ReplicaWait::NoSlave => {
-                return Err((error::NOT_ENOUGH_REPLICAS_AFTER_APPEND, "stored, but no slave in sync".into()))
-            }
-            ReplicaWait::Timeout => {
-                return Err((error::REQUEST_TIMED_OUT, "slaves did not acknowledge in time".into()))
-            }
-        }
-    }
     Ok((offset, s.store.min_offset_in_queue(topic, partition)))
 }
 
-/// acks=all on a SYNC_MASTER: the replication service and how many slaves must hold the batch.
-fn replicas_needed(k: &Kafka, acks: i16) -> Option<(&HaService, usize)> {
-    let needed = k.shared.config.replicas_to_wait_for();
-    k.shared.ha.as_deref().filter(|_| acks == -1 && needed > 0).map(|ha| (ha, needed))
+/// A refusal of the shared core as Kafka answers it (the core's table).
+fn refused(r: Refusal) -> records::Refusal {
+    (kafka_code(&r), r.why)
 }
 
-fn put_code(status: &PutStatus) -> i16 {
-    match status {
-        PutStatus::PutOk => error::NONE,
-        PutStatus::FlushDiskTimeout => error::REQUEST_TIMED_OUT,
-        PutStatus::ServiceNotAvailable(_) => error::KAFKA_STORAGE_ERROR,
-        PutStatus::MessageIllegal(_) | PutStatus::PropertiesSizeExceeded => error::INVALID_RECORD,
-        PutStatus::UnknownError(_) => error::UNKNOWN_SERVER_ERROR,
+fn kafka_code(r: &Refusal) -> i16 {
+    r.outcome.codes().kafka
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::Outcome;
+
+    /// The core's table uses Kafka's numbers: each equals the named code.
+    #[test]
+    fn the_core_table_speaks_kafka() {
+        let named = |o: Outcome| match o {
+            Outcome::BrokerNotWritable | Outcome::TopicNotWritable => error::NOT_LEADER_OR_FOLLOWER,
+            Outcome::SendForbidden => error::TOPIC_AUTHORIZATION_FAILED,
+            Outcome::IllegalTopic => error::INVALID_TOPIC_EXCEPTION,
+            Outcome::TopicNotExist | Outcome::QueueIllegal => error::UNKNOWN_TOPIC_OR_PARTITION,
+            Outcome::Busy | Outcome::FlushTimeout | Outcome::SlaveTimeout => error::REQUEST_TIMED_OUT,
+            Outcome::NotEnoughReplicas => error::NOT_ENOUGH_REPLICAS,
+            Outcome::StoreUnavailable => error::KAFKA_STORAGE_ERROR,
+            Outcome::MessageIllegal => error::INVALID_RECORD,
+            Outcome::StoreFailed => error::UNKNOWN_SERVER_ERROR,
+            Outcome::SlaveLostAfterAppend => error::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        };
+        for o in Outcome::ALL {
+            assert_eq!(o.codes().kafka, named(o), "{o:?}");
+        }
     }
 }

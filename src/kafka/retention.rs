@@ -149,25 +149,12 @@ mod tests {
 
     /// The Kafka front end over a store in `dir`, with no listener.
     fn kafka(dir: &Path) -> Arc<Kafka> {
-        use crate::meta::*;
         let config = BrokerConfig {
             store_path_root_dir: dir.to_owned(),
             kafka_offsets_retention_minutes: 10,
             ..BrokerConfig::default()
         };
-        let shared = super::super::Shared {
-            store: Arc::new(crate::store::MessageStore::open(config.store_config()).unwrap()),
-            topics: Arc::new(topic::TopicConfigManager::load(&config).unwrap()),
-            offsets: Arc::new(offset::ConsumerOffsetManager::load(&config).unwrap()),
-            groups: Arc::new(subscription::SubscriptionGroupManager::load(&config).unwrap()),
-            hold: Arc::new(hold::PullHold::default()),
-            live: Arc::new(live::LiveConfig::new(&config)),
-            ha: None,
-            topics_changed: Arc::new(tokio::sync::Notify::new()),
-            store_host: "127.0.0.1:10911".parse().unwrap(),
-            closing: CancellationToken::new(),
-            config,
-        };
+        let shared = Arc::new(crate::core::Core::open(config).unwrap());
         Kafka::new(shared).unwrap()
     }
 

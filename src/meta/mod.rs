@@ -13,6 +13,7 @@
 pub mod config;
 pub mod hold;
 pub mod live;
+pub mod names;
 pub mod offset;
 pub mod subscription;
 pub mod topic;

@@ -313,7 +313,15 @@ async fn read_loop<H: RequestHandler, R: AsyncRead + Unpin>(
                 // Label values from a closed set: a code the peer made up is `unknown`.
                 let request = RequestCode(code).name().map(|_| code);
                 let response = ResponseCode(answered).name().map(|_| answered);
-                crate::telemetry::rpc_latency(node, request, response, long_polling, oneway, millis);
+                crate::telemetry::rpc_latency(
+                    node,
+                    crate::telemetry::Protocol::Remoting,
+                    request,
+                    response,
+                    long_polling,
+                    oneway,
+                    millis,
+                );
             }
             drop(parked);
             if let (false, Some(resp)) = (oneway, response) {

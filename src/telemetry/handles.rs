@@ -35,6 +35,26 @@ impl MessageType {
     }
 }
 
+/// The door traffic came through: the `protocol` label of the message metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Remoting,
+    Kafka,
+}
+
+impl Protocol {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Remoting => "remoting",
+            Self::Kafka => "kafka",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 #[derive(Clone)]
 struct In {
     messages: Counter,
@@ -45,6 +65,7 @@ struct In {
 /// The handles a thread used last for `messages_in`, with their key.
 struct LastIn {
     node: u64,
+    protocol: Protocol,
     topic: Box<str>,
     kind: MessageType,
     h: In,
@@ -62,12 +83,13 @@ struct Out {
     bytes: Counter,
 }
 
-/// Per node id: topic -> one slot per message type.
-type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 4]>>;
-/// Per node id: topic -> consumer group.
-type OutCache = HashMap<u64, HashMap<Box<str>, HashMap<Box<str>, Out>>>;
-/// (request code, response code, long polling, oneway); `None` for a code the caller does not know.
-type RpcKey = (Option<i32>, Option<i32>, bool, bool);
+/// Per node id: topic -> one slot per protocol and message type.
+type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 8]>>;
+/// Per node id and protocol: topic -> consumer group.
+type OutCache = HashMap<(u64, Protocol), HashMap<Box<str>, HashMap<Box<str>, Out>>>;
+/// (protocol, request code, response code, long polling, oneway); `None` for a code the caller
+/// does not know.
+type RpcKey = (Protocol, Option<i32>, Option<i32>, bool, bool);
 /// Per node id: one handle per key.
 type RpcCache = HashMap<u64, HashMap<RpcKey, Histogram>>;
 
@@ -101,19 +123,30 @@ fn bool_str(b: bool) -> &'static str {
     }
 }
 
-/// A send stored `count` messages of `bytes` stored bytes in `topic`
-/// (`rocketmq_messages_in_total`, `rocketmq_throughput_in_total`, `rocketmq_message_size`).
-pub fn messages_in(node: &Node, topic: &str, kind: MessageType, is_system: bool, count: u64, bytes: u64) {
+/// A send or produce stored `count` messages of `bytes` stored bytes in `topic`
+/// (`rocketmq_messages_in_total`, `rocketmq_throughput_in_total`, `rocketmq_message_size`, with
+/// Java's labels and `protocol`: `remoting` or `kafka`).
+pub fn messages_in(
+    node: &Node,
+    protocol: Protocol,
+    topic: &str,
+    kind: MessageType,
+    is_system: bool,
+    count: u64,
+    bytes: u64,
+) {
     if count == 0 || super::handle().is_none() {
         return;
     }
     LAST_IN.with_borrow_mut(|last| {
-        let hit = last.as_ref().filter(|l| l.node == node.id && l.kind == kind && *l.topic == *topic);
+        let hit = last
+            .as_ref()
+            .filter(|l| l.node == node.id && l.protocol == protocol && l.kind == kind && *l.topic == *topic);
         let h = match hit {
             Some(l) => &l.h,
             None => {
-                let h = in_handles(node, topic, kind, is_system);
-                &last.insert(LastIn { node: node.id, topic: topic.into(), kind, h }).h
+                let h = in_handles(node, protocol, topic, kind, is_system);
+                &last.insert(LastIn { node: node.id, protocol, topic: topic.into(), kind, h }).h
             }
         };
         h.messages.increment(count);
@@ -122,13 +155,14 @@ pub fn messages_in(node: &Node, topic: &str, kind: MessageType, is_system: bool,
     });
 }
 
-fn in_handles(node: &Node, topic: &str, kind: MessageType, is_system: bool) -> In {
+fn in_handles(node: &Node, protocol: Protocol, topic: &str, kind: MessageType, is_system: bool) -> In {
     IN.with_borrow_mut(|all| {
         let topics = all.entry(node.id).or_default();
         let slots = slot(topics, topic, Default::default);
-        slots[kind.index()]
+        slots[protocol.index() * 4 + kind.index()]
             .get_or_insert_with(|| {
                 let labels = node.labels([
+                    Label::new(names::LABEL_PROTOCOL, protocol.label()),
                     Label::new(names::LABEL_TOPIC, topic.to_owned()),
                     Label::new(names::LABEL_MESSAGE_TYPE, kind.label()),
                     Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
@@ -143,17 +177,26 @@ fn in_handles(node: &Node, topic: &str, kind: MessageType, is_system: bool) -> I
     })
 }
 
-/// A pull of `group` returned `count` messages of `bytes` stored bytes from `topic`
-/// (`rocketmq_messages_out_total`, `rocketmq_throughput_out_total`).
-pub fn messages_out(node: &Node, topic: &str, group: &str, is_system: bool, count: u64, bytes: u64) {
+/// A pull of `group` (or a Kafka fetch, group empty) returned `count` messages of `bytes` stored
+/// bytes from `topic` (`rocketmq_messages_out_total`, `rocketmq_throughput_out_total`).
+pub fn messages_out(
+    node: &Node,
+    protocol: Protocol,
+    topic: &str,
+    group: &str,
+    is_system: bool,
+    count: u64,
+    bytes: u64,
+) {
     if count == 0 || super::handle().is_none() {
         return;
     }
     OUT.with_borrow_mut(|all| {
-        let topics = all.entry(node.id).or_default();
+        let topics = all.entry((node.id, protocol)).or_default();
         let groups = slot(topics, topic, HashMap::new);
         let h = slot(groups, group, || {
             let labels = node.labels([
+                Label::new(names::LABEL_PROTOCOL, protocol.label()),
                 Label::new(names::LABEL_TOPIC, topic.to_owned()),
                 Label::new(names::LABEL_CONSUMER_GROUP, group.to_owned()),
                 Label::new(names::LABEL_IS_SYSTEM, bool_str(is_system)),
@@ -171,9 +214,11 @@ pub fn messages_out(node: &Node, topic: &str, group: &str, is_system: bool, coun
 /// A request took `millis` from decoding to its answer (`rocketmq_rpc_latency`, Java's
 /// `RemotingMetricsManager`: result `oneway` or `success`). The codes come from the peer, so the
 /// caller passes only the ones it knows (`None`: labelled `unknown`): one series per code a
-/// client makes up would grow memory without bound.
+/// client makes up would grow memory without bound. A Kafka request is labelled
+/// `protocol_type="kafka"` with its API key as the request code.
 pub fn rpc_latency(
     node: &Node,
+    protocol: Protocol,
     request_code: Option<i32>,
     response_code: Option<i32>,
     long_polling: bool,
@@ -183,7 +228,7 @@ pub fn rpc_latency(
     if super::handle().is_none() {
         return;
     }
-    let key = (request_code, response_code, long_polling, oneway);
+    let key = (protocol, request_code, response_code, long_polling, oneway);
     LAST_RPC.with_borrow_mut(|last| {
         let h = match last.as_ref().filter(|l| l.node == node.id && l.key == key) {
             Some(l) => &l.h,
@@ -194,14 +239,14 @@ pub fn rpc_latency(
 }
 
 fn rpc_handle(node: &Node, key: RpcKey) -> Histogram {
-    let (request_code, response_code, long_polling, oneway) = key;
+    let (protocol, request_code, response_code, long_polling, oneway) = key;
     RPC.with_borrow_mut(|all| {
         let codes = all.entry(node.id).or_default();
         codes
             .entry(key)
             .or_insert_with(|| {
                 let labels = node.labels([
-                    Label::new(names::LABEL_PROTOCOL_TYPE, "remoting"),
+                    Label::new(names::LABEL_PROTOCOL_TYPE, protocol.label()),
                     Label::new(names::LABEL_REQUEST_CODE, code_label(request_code)),
                     Label::new(names::LABEL_RESPONSE_CODE, code_label(response_code)),
                     Label::new(names::LABEL_IS_LONG_POLLING, bool_str(long_polling)),
@@ -211,4 +256,14 @@ fn rpc_handle(node: &Node, key: RpcKey) -> Histogram {
             })
             .clone()
     })
+}
+
+/// An append refused by flow control (`ferrocket_flow_control_refusals_total`): the store was
+/// behind and the send or produce waited too long for its turn. Rare, so no handle cache.
+pub fn flow_control_refused(node: &Node, protocol: Protocol) {
+    if super::handle().is_none() {
+        return;
+    }
+    let labels = node.labels([Label::new(names::LABEL_PROTOCOL, protocol.label())]);
+    metrics::counter!(names::FLOW_CONTROL_REFUSALS, labels).increment(1);
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 use metrics::Label;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub use handles::{messages_in, messages_out, rpc_latency, MessageType};
+pub use handles::{flow_control_refused, messages_in, messages_out, rpc_latency, MessageType, Protocol};
 
 /// Labels every metric of one node carries (Java's `BrokerMetricsManager.LABEL_MAP`), and an id
 /// the hot-path caches key their handles by.

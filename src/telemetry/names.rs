@@ -10,6 +10,8 @@ pub const LABEL_MESSAGE_TYPE: &str = "message_type";
 pub const LABEL_IS_SYSTEM: &str = "is_system";
 pub const LABEL_IS_RETRY: &str = "is_retry";
 pub const LABEL_PROTOCOL_TYPE: &str = "protocol_type";
+/// ferrocket's: the door a message came through or left by (`remoting`, `kafka`).
+pub const LABEL_PROTOCOL: &str = "protocol";
 pub const LABEL_REQUEST_CODE: &str = "request_code";
 pub const LABEL_RESPONSE_CODE: &str = "response_code";
 pub const LABEL_IS_LONG_POLLING: &str = "is_long_polling";
@@ -44,6 +46,8 @@ pub const CONNECTIONS: &str = "ferrocket_connections";
 /// CommitLog records the dispatcher left out of the consume queues (an illegal topic, or a
 /// dispatch that failed 30 times in a row).
 pub const DISPATCH_SKIPPED: &str = "ferrocket_dispatch_skipped_records";
+/// Sends and produces refused by flow control (SYSTEM_BUSY / REQUEST_TIMED_OUT), by `protocol`.
+pub const FLOW_CONTROL_REFUSALS: &str = "ferrocket_flow_control_refusals_total";
 /// Pulls parked for long polling.
 pub const HELD_PULLS: &str = "ferrocket_held_pulls";
 /// Bytes of CommitLog a slave has not yet acknowledged (master), or not yet received (slave).

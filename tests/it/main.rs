@@ -22,6 +22,7 @@ mod kafka;
 mod layering;
 mod metrics;
 mod namesrv;
+mod one_core;
 mod parked_pulls;
 mod read_after_send;
 mod registration;

@@ -13,7 +13,7 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn http_get(port: u16, path: &str) -> String {
+pub(super) async fn http_get(port: u16, path: &str) -> String {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
     let mut out = String::new();
@@ -22,7 +22,7 @@ async fn http_get(port: u16, path: &str) -> String {
 }
 
 /// The value of the sample of `name` whose labels include every one of `labels`.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(super) fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
         let rest = l.strip_prefix(name)?;
         let (labels_part, value) = match rest.strip_prefix('{') {

@@ -102,9 +102,10 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     let code = code_of(&result);
     if let Some(node) = b.metrics.as_deref().filter(|_| code == ResponseCode::SUCCESS) {
         if !crate::model::group::is_retry_or_dlq_topic(&h.topic) {
-            let system = super::admin::is_system_topic(b, &h.topic);
+            let system = b.is_system_topic(&h.topic);
             let (count, bytes) = (result.messages.len() as u64, result.buffer_total_size as u64);
-            crate::telemetry::messages_out(node, &h.topic, &h.consumer_group, system, count, bytes);
+            let protocol = crate::telemetry::Protocol::Remoting;
+            crate::telemetry::messages_out(node, protocol, &h.topic, &h.consumer_group, system, count, bytes);
         }
         b.offsets.record_pull(&h.consumer_group, &h.topic, h.queue_id, result.next_begin_offset);
     }
@@ -122,7 +123,8 @@ fn kept_offset(b: &BrokerInner, h: &PullMessageRequestHeader, r: &GetMessageResu
     (b.config.is_slave() && !b.config.offset_check_in_slave && corrected).then_some(h.queue_offset)
 }
 
-/// Waits for a matching message on the queue, or for `hold` to pass; then reads again.
+/// Waits for a matching message on the queue, or for `hold` to pass; then reads again
+/// (the core's [`wait_for_arrivals`](crate::core::Core::wait_for_arrivals), counted as held).
 async fn long_poll(
     b: &BrokerInner,
     h: &PullMessageRequestHeader,
@@ -130,26 +132,16 @@ async fn long_poll(
     get: impl Fn() -> GetMessageResult,
 ) -> GetMessageResult {
     let deadline = tokio::time::Instant::now() + hold;
-    let signal = b.hold.signal(&h.topic, h.queue_id);
-    let _held = b.hold.enter();
     // A held pull must not hold up the connection's other requests (a client process shares
     // one connection between all its consumers and producers).
     crate::remoting::park_current_request();
-    loop {
-        let notified = signal.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        // Re-check after registering for the wake-up, so an arrival in between is not missed.
-        let result = get();
-        if result.status == GetMessageStatus::Found || tokio::time::Instant::now() >= deadline {
-            return result;
-        }
-        tokio::select! {
-            _ = notified => {},
-            _ = tokio::time::sleep_until(deadline) => return get(),
-            _ = b.closing.cancelled() => return get(),
-        }
-    }
+    let found = b
+        .wait_for_arrivals([(h.topic.as_str(), h.queue_id)], deadline, || {
+            let result = get();
+            std::future::ready((result.status == GetMessageStatus::Found).then_some(result))
+        })
+        .await;
+    found.unwrap_or_else(get)
 }
 
 fn response(
@@ -158,7 +150,7 @@ fn response(
     code: ResponseCode,
     next_override: Option<i64>,
     suggest: i64,
-    stats: &crate::broker::stats::BrokerStats,
+    stats: &crate::core::stats::BrokerStats,
 ) -> RemotingCommand {
     let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
     let next = next_override.unwrap_or(match r.status {

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{fail, BrokerError, Handled};
-use crate::broker::topic::{TopicView, NOT_ALLOWED_SEND_TOPICS};
+use crate::broker::topic::TopicView;
 use crate::broker::BrokerInner;
 use crate::broker::{convert, timer};
+use crate::core::{AutoCreate, Durability, Outcome, Protocol, Refusal, Replicas, TopicWrite, Traffic};
 use crate::model::group::{dlq_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::model::message::{self, offset_msg_id, property, sys_flag, MessageToStore};
-use crate::model::{perm, TopicConfig, TopicFilterType, DEFAULT_TOPIC};
+use crate::model::{perm, TopicConfig, TopicFilterType};
 use crate::protocol::body::message::decode_batch;
 use crate::protocol::header::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
@@ -19,10 +20,7 @@ use crate::protocol::header::CommandHeader;
 use crate::protocol::version::V3_4_9;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::Connection;
-
-/// How long a send may wait for its turn before the broker answers SYSTEM_BUSY
-/// (Java's `waitTimeMillsInSendQueue`).
-const WAIT_IN_SEND_QUEUE: Duration = Duration::from_millis(200);
+use crate::telemetry::MessageType;
 
 pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
     let mut h: SendMessageRequestHeader = match req.request_code() {
@@ -37,21 +35,18 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     if b.config.is_slave() {
         return fail(ResponseCode::SERVICE_NOT_AVAILABLE, "message store is in slave mode, so putMessage is forbidden");
     }
-    // Most sends find a permit at once: no timer for them.
-    let free = b.send_permits.try_acquire().ok();
-    let permit = match free {
-        Some(p) => p,
-        None => match tokio::time::timeout(WAIT_IN_SEND_QUEUE, b.send_permits.acquire()).await {
-            Ok(Ok(p)) => p,
-            _ => {
-                return fail(
-                    ResponseCode::SYSTEM_BUSY,
-                    "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, the store is behind",
-                )
-            }
-        },
+    let permit = b.admit(Protocol::Remoting).await.map_err(|r| refused(r, req))?;
+    let write = TopicWrite {
+        protocol: Protocol::Remoting,
+        topic: &h.topic,
+        queue_id: h.queue_id,
+        create: Some(AutoCreate {
+            default_topic: &h.default_topic,
+            queue_nums: h.default_topic_queue_nums,
+            unit: h.unit_mode == Some(true),
+        }),
     };
-    let mut tc = check_topic(b, &h, req).await?;
+    let mut tc = b.writable_topic(&write).await.map_err(|r| refused(r, req))?;
     let mut queue_id = h.queue_id;
     if queue_id < 0 {
         queue_id = (crate::store::now_ms() % i64::from(tc.write_queue_nums.max(1))) as i32;
@@ -104,40 +99,35 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     }
     // `Message.isWaitStoreMsgOK`: absent means true, otherwise `Boolean.parseBoolean`.
     let wait = message::property_value(&properties, property::WAIT).is_none_or(parse_boolean);
+    let kind = if transactional {
+        MessageType::Transaction
+    } else if delayed || message::has_any_property(&properties, &timer::TIMER_PROPERTIES) {
+        MessageType::Delay
+    } else if message::property_value(&properties, "__SHARDINGKEY").is_some() {
+        MessageType::Fifo
+    } else {
+        MessageType::Normal
+    };
     // The answer goes out through the connection's writer, which commits deferred records
     // before it writes (`BrokerProcessor::before_write`): one CommitLog write per batch of
-    // answers. Not for a oneway send (no answer commits it) nor a put that waits for slaves
-    // (replication ships written records only).
-    let result = if req.is_oneway() || b.config.replicas_to_wait_for() > 0 {
-        b.store.put_messages(&msgs, wait).await
-    } else {
-        b.store.put_messages_deferred(&msgs, wait).await
+    // answers. Not for a oneway send (no answer commits it); the core never defers a put that
+    // waits for slaves (replication ships written records only).
+    let how = Durability {
+        wait_flush: wait,
+        replicas: Replicas::After,
+        replica_timeout: Duration::from_millis(b.config.slave_timeout),
+        deferred: !req.is_oneway(),
     };
+    // Counted under the topic the producer named (a retry or DLQ topic is not counted).
+    let traffic = Traffic { protocol: Protocol::Remoting, topic: &h.topic, kind };
+    let appended = b.append(&msgs, how, traffic).await;
     drop(permit);
-    let (mut code, mut remark) = convert::put_status_code(&result.status);
-    let Some(append) = result.append else {
-        return fail(code, remark.unwrap_or_default());
+    let appended = appended.map_err(|r| refused(r, req))?;
+    let append = appended.result;
+    let (code, remark) = match appended.shortfall {
+        None => (ResponseCode::SUCCESS, None),
+        Some(r) => (ResponseCode(r.outcome.codes().remoting), Some(r.why)),
     };
-    b.stats.add_put(append.offsets.len() as u64);
-    if let Some(node) = b.metrics.as_deref().filter(|_| !crate::model::group::is_retry_or_dlq_topic(&h.topic)) {
-        let kind = if transactional {
-            crate::telemetry::MessageType::Transaction
-        } else if delayed || message::has_any_property(&properties, &timer::TIMER_PROPERTIES) {
-            crate::telemetry::MessageType::Delay
-        } else if message::property_value(&properties, "__SHARDINGKEY").is_some() {
-            crate::telemetry::MessageType::Fifo
-        } else {
-            crate::telemetry::MessageType::Normal
-        };
-        let system = super::admin::is_system_topic(b, &h.topic);
-        let (count, bytes) = (append.offsets.len() as u64, append.wrote_bytes as u64);
-        crate::telemetry::messages_in(node, &h.topic, kind, system, count, bytes);
-    }
-    if code == ResponseCode::SUCCESS && wait {
-        if let Some((c, r)) = wait_for_slaves(b, append.end_offset).await {
-            (code, remark) = (c, Some(r));
-        }
-    }
     let msg_id = match append.offsets.as_slice() {
         [one] => offset_msg_id(b.store_host, *one),
         all => all.iter().map(|o| offset_msg_id(b.store_host, *o)).collect::<Vec<_>>().join(","),
@@ -161,82 +151,30 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     Ok(Some(resp))
 }
 
-/// SYNC_MASTER: the put counts once enough slaves hold its bytes (`handleHA`).
-pub(super) async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
-    let needed = b.config.replicas_to_wait_for();
-    let ha = b.ha_service.as_ref().filter(|_| needed > 0)?;
-    match ha.wait_for_replicas(end_offset, needed, Duration::from_millis(b.config.slave_timeout)).await {
-        crate::ha::master::ReplicaWait::Ok => None,
-        crate::ha::master::ReplicaWait::NoSlave => {
-            Some((ResponseCode::SLAVE_NOT_AVAILABLE, "slave not available".into()))
+/// A refusal of the shared core as this door answers it: the code from the core's table; a bad
+/// name or queue id is an invalid parameter (INVALID_PARAMETER for 5.x clients, SYSTEM_ERROR
+/// for older ones), its remark naming the producer group.
+pub(super) fn refused(r: Refusal, req: &RemotingCommand) -> BrokerError {
+    match r.outcome {
+        Outcome::QueueIllegal => {
+            let producer = req.ext_fields.get("a").or(req.ext_fields.get("producerGroup")).map_or("", String::as_str);
+            BrokerError::InvalidParameter(format!("{}, producer: {producer}", r.why))
         }
-        crate::ha::master::ReplicaWait::Timeout => {
-            Some((ResponseCode::FLUSH_SLAVE_TIMEOUT, "wait slave ack timeout".into()))
-        }
+        Outcome::IllegalTopic => BrokerError::InvalidParameter(r.why),
+        o => BrokerError::Code(ResponseCode(o.codes().remoting), r.why),
     }
 }
 
-/// `msgCheck`: broker and topic writable, topic name valid, topic known or auto-created, queue
-/// id in range.
-async fn check_topic(
-    b: &Arc<BrokerInner>,
-    h: &SendMessageRequestHeader,
-    req: &RemotingCommand,
-) -> Result<TopicView, BrokerError> {
-    if !perm::is_writeable(b.live.broker_permission()) {
-        return fail(
-            ResponseCode::NO_PERMISSION,
-            format!("the broker[{}] sending message is forbidden", b.config.broker_name),
-        );
-    }
-    super::check_topic(&h.topic)?;
-    if NOT_ALLOWED_SEND_TOPICS.contains(&h.topic.as_str()) {
-        return fail(ResponseCode::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", h.topic));
-    }
-    let tc = match b.topics.view(&h.topic) {
-        Some(tc) => tc,
-        None => {
-            // `msgCheck`: unit mode marks the new topic; the default topic's perm decides
-            // whether it may be created; a retry topic falls back to one queue.
-            let retry = h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX);
-            let sys_flag = match (h.unit_mode == Some(true), retry) {
-                (false, _) => 0,
-                (true, true) => perm::FLAG_UNIT_SUB,
-                (true, false) => perm::FLAG_UNIT,
-            };
-            let default = if h.default_topic.is_empty() { DEFAULT_TOPIC } else { h.default_topic.as_str() };
-            let auto_create = b.live.auto_create_topic_enable();
-            let created =
-                b.topics.create_in_send(&h.topic, default, h.default_topic_queue_nums, sys_flag, auto_create).or_else(
-                    || retry.then(|| b.topics.create_if_absent(&h.topic, 1, perm::READ | perm::WRITE, sys_flag).0),
-                );
-            let Some(tc) = created else {
-                return fail(
-                    ResponseCode::TOPIC_NOT_EXIST,
-                    format!(
-                        "topic[{}] not exist, apply first please! See http://rocketmq.apache.org/docs/faq/",
-                        h.topic
-                    ),
-                );
-            };
-            b.topics_changed().await;
-            TopicView::of(&tc)
-        }
+/// SYNC_MASTER: the put counts once enough slaves hold its bytes (`handleHA`).
+pub(super) async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
+    let how = Durability {
+        wait_flush: false,
+        replicas: Replicas::After,
+        replica_timeout: Duration::from_millis(b.config.slave_timeout),
+        deferred: false,
     };
-    if !perm::is_writeable(tc.perm) {
-        return fail(ResponseCode::NO_PERMISSION, format!("the topic[{}] sending message is forbidden", h.topic));
-    }
-    let queue_id = h.queue_id;
-    if queue_id >= tc.write_queue_nums.max(tc.read_queue_nums) {
-        return Err(BrokerError::InvalidParameter(format!(
-            "request queueId[{queue_id}] is illegal, {} writeQueueNums {} readQueueNums {}, producer: {}",
-            h.topic,
-            tc.write_queue_nums,
-            tc.read_queue_nums,
-            req.ext_fields.get("a").or(req.ext_fields.get("producerGroup")).map_or("", String::as_str)
-        )));
-    }
-    Ok(tc)
+    let r = b.wait_durable(end_offset, how).await?;
+    Some((ResponseCode(r.outcome.codes().remoting), r.why))
 }
 
 /// `handleRetryAndDLQ`: a retried message past its group's maximum goes to `%DLQ%<group>`.
@@ -327,4 +265,31 @@ fn batch_flag_is_one(req: &RemotingCommand) -> bool {
 /// Java's `Boolean.parseBoolean`: only a case-insensitive "true" is true.
 fn parse_boolean(v: &str) -> bool {
     v.eq_ignore_ascii_case("true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The core's table uses RocketMQ's numbers: each equals the named response code.
+    #[test]
+    fn the_core_table_speaks_remoting() {
+        let named = |o: Outcome| match o {
+            Outcome::BrokerNotWritable | Outcome::SendForbidden | Outcome::TopicNotWritable => {
+                ResponseCode::NO_PERMISSION
+            }
+            Outcome::IllegalTopic | Outcome::QueueIllegal => ResponseCode::INVALID_PARAMETER,
+            Outcome::TopicNotExist => ResponseCode::TOPIC_NOT_EXIST,
+            Outcome::Busy => ResponseCode::SYSTEM_BUSY,
+            Outcome::NotEnoughReplicas | Outcome::SlaveLostAfterAppend => ResponseCode::SLAVE_NOT_AVAILABLE,
+            Outcome::FlushTimeout => ResponseCode::FLUSH_DISK_TIMEOUT,
+            Outcome::StoreUnavailable => ResponseCode::SERVICE_NOT_AVAILABLE,
+            Outcome::MessageIllegal => ResponseCode::MESSAGE_ILLEGAL,
+            Outcome::StoreFailed => ResponseCode::SYSTEM_ERROR,
+            Outcome::SlaveTimeout => ResponseCode::FLUSH_SLAVE_TIMEOUT,
+        };
+        for o in Outcome::ALL {
+            assert_eq!(ResponseCode(o.codes().remoting), named(o), "{o:?}");
+        }
+    }
 }
