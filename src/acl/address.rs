@@ -12,6 +12,8 @@
 //! ```
 //! IPv6 ranges (`2::ac5:78:1-200:*`) are refused when the file is loaded: ferrocket does not
 //! implement them yet.
+//!
+//! May import: nothing outside `acl/` (the area's rule: docs/architecture.md).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -17,6 +17,9 @@
 //! `AclUtils.writeDataObject` does, atomically (temp file + rename). Only a file that still
 //! parses as the map above is edited (`Acl::edit_file` checks): one edited by hand into
 //! something else is refused, not replaced.
+//!
+//! May import: `persist` and modules of `acl/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::path::{Path, PathBuf};
 

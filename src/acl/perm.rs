@@ -6,6 +6,8 @@
 //! "PUB" | "SUB" | "PUB|SUB" | "SUB|PUB" | "DENY"; anything else (or absent) is DENY
 //! topicPerms:  ["topicA=PUB|SUB", ...]     groupPerms: ["groupA=SUB", ...]  (kept as %RETRY%groupA)
 //! ```
+//!
+//! May import: `model` and modules of `acl/`; the area's rule is its line in docs/architecture.md.
 
 use std::collections::HashMap;
 

@@ -1,3 +1,5 @@
+//! Unit tests of `acl` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 
 const FILE: &str = "\

@@ -1,5 +1,8 @@
 //! Connected clients (`ConsumerManager`, `ProducerManager`): who is in which group over which
 //! connection, their subscriptions, and liveness (heartbeats every 30 s, expiry after 120 s).
+//!
+//! May import: `protocol`, `remoting` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

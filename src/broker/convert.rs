@@ -1,5 +1,8 @@
 //! The one bridge between wire types and store types: a send request becomes the
 //! `MessageToStore` records the store appends; store statuses become response codes.
+//!
+//! May import: `model`, `protocol`, `store` and modules of `broker/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::net::SocketAddr;
 

@@ -1,5 +1,8 @@
 //! Queue locks for orderly consumers (`RebalanceLockManager`): one owner client per
 //! (group, queue), refreshed by re-locking, expiring 60 s after the last refresh.
+//!
+//! May import: `protocol` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

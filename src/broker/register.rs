@@ -1,5 +1,8 @@
 //! Registration with the NameServers (`BrokerOuterAPI.registerBrokerAll`): at start, every
 //! `registerNameServerPeriod`, and at once when topics change; UNREGISTER_BROKER on shutdown.
+//!
+//! May import: `model`, `protocol` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::sync::Arc;
 use std::time::Duration;

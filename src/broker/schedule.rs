@@ -10,6 +10,9 @@
 //! ```text
 //! delayOffset.json  {"offsetTable":{1:0,2:15,...},"dataVersion":{…}}   (level -> next queue offset)
 //! ```
+//!
+//! May import: `model`, `persist`, `protocol`, `store` and modules of `broker/`; the area's rule is
+//! its line in docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

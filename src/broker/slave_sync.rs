@@ -1,5 +1,8 @@
 //! A slave copies its master's metadata every 10 s (`SlaveSynchronize`): topics, consumer
 //! offsets, delay offsets and subscription groups.
+//!
+//! May import: `protocol` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::sync::Arc;
 use std::time::Duration;

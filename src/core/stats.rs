@@ -1,5 +1,7 @@
 //! Broker counters for GET_BROKER_RUNTIME_INFO: messages put and pulled since start, and their
 //! rates over the last minute.
+//!
+//! May import: nothing outside `broker/` (the area's rule: docs/architecture.md).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

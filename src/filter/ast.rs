@@ -1,6 +1,8 @@
 //! The compiled form of a selector and the values it computes with (Java's `Expression` tree:
 //! `ConstantExpression`, `PropertyExpression`, `ComparisonExpression`, `LogicExpression`,
 //! `UnaryExpression`). `Display` prints Java's `toString` shapes, used in error remarks.
+//!
+//! May import: nothing outside `filter/` (the area's rule: docs/architecture.md).
 
 use std::fmt;
 

@@ -3,6 +3,8 @@
 //! unknown and a missing right side as FALSE, and `ComparisonExpression.__compare`'s conversions
 //! (a string compared with a number is parsed as that number's type; a failed parse is an error
 //! that makes the whole expression fail, even under OR).
+//!
+//! May import: nothing outside `filter/` (the area's rule: docs/architecture.md).
 
 use std::cmp::Ordering;
 

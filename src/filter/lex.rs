@@ -1,6 +1,8 @@
 //! The tokens of the selector grammar (`SelectorParser.jj`'s lexer), as nom parsers over `&str`:
 //! whitespace and comments, keywords, properties, operators, string and number literals. Each
 //! skips what precedes its token; a failure records where the input stopped matching.
+//!
+//! May import: nothing outside `filter/` (the area's rule: docs/architecture.md).
 
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_while};

@@ -15,6 +15,8 @@
 //! fit, else 64); doubles need a `.` or an exponent and may not be 0; `--` comments run to a
 //! newline, `/* */` comments may span lines. The checks Java makes while building the tree are
 //! made here too (what AND, OR and NOT may combine, what `>` and `=` may compare).
+//!
+//! May import: nothing outside `filter/` (the area's rule: docs/architecture.md).
 
 use std::cell::Cell;
 

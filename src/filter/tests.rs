@@ -1,5 +1,7 @@
 //! SQL92 selectors: what parses, what is refused and why, and what matches, against the Java
 //! broker's rules (spec: `SelectorParser.jj`, `ComparisonExpression`, `LogicExpression`).
+//!
+//! May import: nothing outside `filter/` (the area's rule: docs/architecture.md).
 
 use std::collections::HashMap;
 

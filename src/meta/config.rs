@@ -1,6 +1,9 @@
 //! `broker.conf`: Java's keys (`BrokerConfig`, `MessageStoreConfig`, `NettyServerConfig`) with
 //! their defaults. One key may set several Java objects (e.g. `listenPort`); here every key lives
 //! once in [`BrokerConfig`], and [`BrokerConfig::store_config`] derives the store's settings.
+//!
+//! May import: `config`, `store`, `telemetry` and modules of `meta/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

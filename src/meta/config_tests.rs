@@ -1,4 +1,6 @@
 //! Tests of `meta::config`.
+//!
+//! Unit tests of `meta::config` (included with `#[path]`): they may import what it may.
 use super::*;
 
 #[test]

@@ -5,12 +5,18 @@
 //! A queue's signal lives in the table while someone holds it; signals nobody holds are swept
 //! out whenever the table has doubled since the last sweep (at least [`SWEEP_MIN`] entries), so
 //! pulls and fetches of ever new queues leave at most that many behind.
+//!
+//! The number of held pulls is a `watch` value: the `ferrocket_held_pulls` gauge reads it, and a
+//! test waits on it ([`PullHold::watch_held`]) for a pull to park instead of sleeping.
+//!
+//! Owns: the per-queue arrival signals and the held-pull count. May import: nothing of ferrocket
+//! (tokio's `Notify` and `watch` only); the store's arrival listener calls
+//! `message_arrived`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 /// Signals kept at least before a sweep.
 const SWEEP_MIN: usize = 1024;
@@ -36,32 +42,43 @@ impl Queues {
     }
 }
 
-#[derive(Default)]
 pub struct PullHold {
     queues: Mutex<Queues>,
-    /// Pulls (and Kafka fetches) waiting right now.
-    held: AtomicUsize,
+    /// Pulls waiting right now; receivers see every change.
+    held: watch::Sender<usize>,
+}
+
+impl Default for PullHold {
+    fn default() -> Self {
+        Self { queues: Mutex::default(), held: watch::Sender::new(0) }
+    }
 }
 
 /// Counts one waiting pull while it lives.
-pub struct Held<'a>(&'a AtomicUsize);
+pub struct Held<'a>(&'a watch::Sender<usize>);
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
 impl PullHold {
     /// Marks a pull as waiting until the guard is dropped.
     pub fn enter(&self) -> Held<'_> {
-        self.held.fetch_add(1, Ordering::Relaxed);
+        self.held.send_modify(|n| *n += 1);
         Held(&self.held)
     }
 
     /// Pulls waiting right now.
     pub fn held(&self) -> usize {
-        self.held.load(Ordering::Relaxed)
+        *self.held.borrow()
+    }
+
+    /// The number of held pulls, as it changes: `wait_for(|n| *n >= 1)` returns once a pull
+    /// has parked (it has registered as held and is about to wait for its queue's signal).
+    pub fn watch_held(&self) -> watch::Receiver<usize> {
+        self.held.subscribe()
     }
 
     /// The wake-up signal of a queue.
@@ -100,6 +117,20 @@ impl PullHold {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_parked_pull_is_seen_by_watchers_and_leaving_counts_down() {
+        let hold = PullHold::default();
+        let mut parked = hold.watch_held();
+        assert_eq!(*parked.borrow_and_update(), 0);
+        let guard = hold.enter();
+        assert!(parked.has_changed().unwrap(), "entering is an event watchers see");
+        assert_eq!(*parked.wait_for(|n| *n >= 1).await.unwrap(), 1);
+        assert_eq!(hold.held(), 1);
+        drop(guard);
+        assert_eq!(*parked.wait_for(|n| *n == 0).await.unwrap(), 0);
+        assert_eq!(hold.held(), 0);
+    }
 
     #[test]
     fn signals_nobody_holds_are_swept_and_held_ones_kept() {

@@ -1,5 +1,7 @@
 //! Broker settings that admin may change while the broker runs (UPDATE_BROKER_CONFIG), read by
 //! both front ends.
+//!
+//! May import: nothing outside `meta/` (the area's rule: docs/architecture.md).
 
 use super::config::BrokerConfig;
 

@@ -2,8 +2,9 @@
 //! handlers in `kafka`): the broker config (`broker.conf`), topics, subscription groups,
 //! committed consumer offsets, and the per-queue arrival signals long polls wait on.
 //!
-//! May import: `crate::model`, `crate::store`, `crate::config`, `crate::persist`. Never a wire
-//! codec (`protocol`, `kafka-protocol`) nor a front end.
+//! May import: `model`, `store`, `persist`, `telemetry`; `config` (the `.properties` reader) only
+//! until it moves to a leaf (#26). Never a wire codec (`protocol`, `kafka-protocol`) nor a front
+//! end. Rules: docs/architecture.md.
 //!
 //! ```text
 //! <root>/config/topics.json, subscriptionGroup.json, consumerOffset.json   (written atomically)

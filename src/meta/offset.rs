@@ -4,6 +4,9 @@
 //! ```text
 //! {"offsetTable":{"<topic>@<group>":{0:250,1:250}}, "dataVersion":{…}}   (Java writes bare keys)
 //! ```
+//!
+//! May import: `model`, `persist`, `store` and modules of `meta/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,6 +4,9 @@
 //! ```text
 //! {"dataVersion":{…},"forbiddenTable":{},"subscriptionGroupTable":{"G":{SubscriptionGroupConfig}}}
 //! ```
+//!
+//! May import: `model`, `persist`, `store` and modules of `meta/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,6 +5,9 @@
 //! topics.json  {"dataVersion":{"counter":3,"stateVersion":0,"timestamp":…},
 //!               "topicConfigTable":{"T":{"attributes":{},"order":false,"perm":6,…}}}
 //! ```
+//!
+//! May import: `model`, `persist`, `store` and modules of `meta/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};

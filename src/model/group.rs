@@ -1,5 +1,7 @@
 //! `SubscriptionGroupConfig`: a consumer group's settings, as `subscriptionGroup.json` and
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP carry them.
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 use std::collections::BTreeMap;
 

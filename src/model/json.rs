@@ -5,6 +5,8 @@
 //! [`normalize`] rewrites such input into standard JSON (bare keys quoted, object keys turned
 //! into strings holding their JSON text) so serde can parse it. [`JsonOut`] writes compact JSON
 //! with a choice of quoted or bare numeric keys, for the legacy forms old clients parse.
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 use std::borrow::Cow;
 

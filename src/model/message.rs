@@ -3,6 +3,8 @@
 //! ```text
 //! properties  *( name U+0001 value U+0002 )      (MessageDecoder.messageProperties2String)
 //! ```
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -8,6 +8,8 @@
 //! group   [%|a-zA-Z0-9_-]{1,120}     (so %RETRY%<group> stays within 127)
 //! path    one component: not empty, not "." or "..", no '/', '\\' or NUL, at most 255 bytes
 //! ```
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 use super::group::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 

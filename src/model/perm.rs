@@ -1,4 +1,6 @@
 //! Permission bits (`PermName.java`) and topic system flags (`TopicSysFlag.java`).
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 pub const PRIORITY: i32 = 0x8;
 pub const READ: i32 = 0x4;

@@ -1,4 +1,6 @@
 //! `TopicConfig` and `DataVersion`, in the JSON shape Java writes them (fastjson, camelCase).
+//!
+//! May import: nothing outside `model/` (the area's rule: docs/architecture.md).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,8 @@
 //! `NamesrvConfig` + the server keys Java's `namesrv.conf` takes (`NamesrvConfig.java`,
 //! `NettyServerConfig.java`), with the same names and defaults.
+//!
+//! May import: `config`, `protocol`, `telemetry` and modules of `namesrv/`; the area's rule is its
+//! line in docs/architecture.md.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -132,6 +135,14 @@ impl NamesrvConfig {
     /// Keys that UPDATE_NAMESRV_CONFIG may not change.
     pub fn is_black_listed(&self, key: &str) -> bool {
         self.config_black_list.split(';').any(|k| k.trim() == key)
+    }
+
+    /// The labels of this NameServer's metrics, or `None` with `metricsExporterType=DISABLE`.
+    pub fn metrics_node(&self) -> Option<std::sync::Arc<crate::telemetry::Node>> {
+        use crate::telemetry::{names, Node};
+        crate::telemetry::exporter_enabled(&self.metrics_exporter_type).unwrap_or(false).then(|| {
+            Node::new(names::NODE_TYPE_NAMESERVER, "", &format!("{}:{}", self.bind_address, self.listen_port), "")
+        })
     }
 }
 

@@ -5,6 +5,9 @@
 //! ```
 //! Written to a temporary file, fsync'd, then renamed over the old one; the previous content
 //! is kept as `kvConfig.json.bak`, as Java does.
+//!
+//! May import: `persist`, `protocol` and modules of `namesrv/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

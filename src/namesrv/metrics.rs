@@ -3,22 +3,15 @@
 //! the keys are the broker's (`metricsExporterType`, `metricsPromExporterHost`,
 //! `metricsPromExporterPort`), and a standalone process serves both from one endpoint.
 //!
-//! May import: `crate::telemetry`, `super` (the NameServer's state).
+//! May import: `crate::telemetry`, `super` (the NameServer's state). The labels themselves are
+//! `NamesrvConfig::metrics_node`'s, so the processor that holds them never imports this file.
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::config::NamesrvConfig;
 use super::processor::NamesrvProcessor;
-use crate::telemetry::{self, names, Node};
-
-/// The labels of this NameServer's metrics, or `None` with `metricsExporterType=DISABLE`.
-pub fn node(config: &NamesrvConfig) -> Option<Arc<Node>> {
-    telemetry::exporter_enabled(&config.metrics_exporter_type).unwrap_or(false).then(|| {
-        Node::new(names::NODE_TYPE_NAMESERVER, "", &format!("{}:{}", config.bind_address, config.listen_port), "")
-    })
-}
+use crate::telemetry::{self, names};
 
 /// Serves `/metrics` with this NameServer's gauges until `shutdown`.
 pub async fn start(processor: &Arc<NamesrvProcessor>, shutdown: CancellationToken) {

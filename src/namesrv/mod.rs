@@ -1,6 +1,8 @@
 //! The NameServer: a route registry brokers register with and clients ask where topics live.
 //!
-//! May import: `crate::protocol`, `crate::remoting`, `crate::model`, `crate::config`.
+//! May import: `crate::protocol`, `crate::remoting`, `crate::model`, `crate::persist`,
+//! `crate::telemetry`; `crate::config` (the `.properties` reader) until it moves to a leaf (#26).
+//! Rules: docs/architecture.md.
 //!
 //! ```text
 //! broker --REGISTER_BROKER every 30 s--> RouteInfoManager <--GET_ROUTEINFO_BY_TOPIC-- client

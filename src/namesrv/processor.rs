@@ -1,5 +1,8 @@
 //! The NameServer's request handler: one function per request code
 //! (`DefaultRequestProcessor.java`, `ClientRequestProcessor.java`).
+//!
+//! May import: `config`, `model`, `persist`, `protocol`, `remoting`, `telemetry` and modules of
+//! `namesrv/`; the area's rule is its line in docs/architecture.md.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -74,7 +77,7 @@ pub struct NamesrvProcessor {
 impl NamesrvProcessor {
     pub fn new(config: NamesrvConfig, kv: KvConfigManager) -> Self {
         let path = config.config_store_path.clone();
-        let metrics = super::metrics::node(&config);
+        let metrics = config.metrics_node();
         let config = Arc::new(RwLock::new(config));
         let source = config.clone();
         let updated: Arc<Mutex<BTreeSet<&'static str>>> = Arc::default();

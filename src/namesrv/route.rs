@@ -7,6 +7,9 @@
 //! cluster_addr  cluster -> {brokerName}
 //! broker_live   (cluster, brokerAddr) -> BrokerLive { last update, timeout, DataVersion, ... }
 //! ```
+//!
+//! May import: `model`, `protocol` and modules of `namesrv/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -2,6 +2,9 @@
 //! of a unique name, fsync'd, renamed over the old one (kept as `<name>.bak`); read back falling
 //! back to the `.bak` when the file is missing, empty or unreadable. [`ConfigFile`] is the one
 //! writer of each file.
+//!
+//! May import: nothing of ferrocket (std, serde, tracing), so `acl`, `meta` and the servers can
+//! all use it.
 
 mod writer;
 

@@ -11,6 +11,8 @@
 //!                             ├─ nobody writing: write snapshot, written = requested-at-claim
 //!                             └─ a write in progress: wait for it, check again
 //! ```
+//!
+//! May import: nothing outside `persist/` (the area's rule: docs/architecture.md).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

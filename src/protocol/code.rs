@@ -3,6 +3,8 @@
 //!
 //! Codes are newtypes over `i32` with named constants rather than enums, so a code this build does
 //! not know still survives a decode and can be answered with REQUEST_CODE_NOT_SUPPORTED.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use std::fmt;
 

@@ -8,6 +8,8 @@
 //! remark    optional error text            extFields  string -> string ("custom header")
 //! body      raw bytes outside the header
 //! ```
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use bytes::Bytes;
 

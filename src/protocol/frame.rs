@@ -8,6 +8,8 @@
 //! `length` does not count itself. The size limit applies to `length + 4` (Netty's
 //! `LengthFieldBasedFrameDecoder` with `maxFrameLength` 16 MiB) and is checked before any
 //! buffer is reserved, so a hostile length costs nothing.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use bytes::{Buf, BufMut, BytesMut};
 use nom::bytes::streaming::take;

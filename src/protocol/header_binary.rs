@@ -8,6 +8,8 @@
 //!
 //! A zero-length string decodes as absent (Java reads it as `null`), so entries with an empty key
 //! or value are dropped. Any length that runs past the header is an error.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use nom::bytes::complete::take;
 use nom::number::complete::{be_i16, be_i32, u8 as byte};

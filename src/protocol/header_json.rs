@@ -9,6 +9,8 @@
 //! ignored, `remark`/`extFields`/`serializeTypeCurrentRPC` optional, `language` as a name or an
 //! ordinal, ext values as numbers or booleans (taken in their string form).
 //! Writing is compact, keys sorted, null members omitted.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use std::fmt;
 

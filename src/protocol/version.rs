@@ -1,6 +1,8 @@
 //! `MQVersion.Version` ordinals, the `version` field of every command: what clients and
 //! brokers of each release are known to send or understand. Owns these numbers only; the rules
 //! that compare against them stay with their handlers.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 /// Brokers from here on send the full REGISTER_BROKER body.
 pub const V3_0_11: i32 = 37;

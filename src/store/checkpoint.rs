@@ -8,6 +8,8 @@
 //! ```
 //! Recovery starts from the newest segment written before `min(physic, logics) - 3 s`, which
 //! bounds recovery time by how often this file is written, not by the size of the store.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -1,5 +1,7 @@
 //! The store's settings (`MessageStoreConfig.java` keys the store honours), as a plain struct;
 //! the broker fills it from `broker.conf`.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -8,6 +8,9 @@
 //!
 //! Only the dispatcher appends. Appending is idempotent: a unit whose data ends at or before
 //! the queue's `max_physic_offset` is already there.
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -1,6 +1,9 @@
 //! The dispatcher (`ReputMessageService`): follows the CommitLog up to the confirmed end (the
 //! flushed end under SYNC_FLUSH, the written end otherwise), appends ConsumeQueue units, builds
 //! the index, and tells the arrival listener (long polling) about the queues that got messages.
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

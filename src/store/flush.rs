@@ -9,6 +9,9 @@
 //! ```
 //! A failed msync poisons the store: no further writes are accepted, because the page cache may
 //! have dropped the data and retrying would report success for bytes that are not on disk.
+//!
+//! May import: `telemetry` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

@@ -1,4 +1,7 @@
 //! Reads: pull (`getMessage`), offsets, lookups by CommitLog offset, by key and by time.
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use tracing::warn;
 

@@ -1,5 +1,7 @@
 //! The puts waiting for their bytes to be on disk under SYNC_FLUSH: the flush thread takes them
 //! all at once and completes every one its single msync covers (group commit).
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;

@@ -1,4 +1,6 @@
 //! ConsumeQueue flushing and the checkpoint (`FlushConsumeQueueService`).
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;

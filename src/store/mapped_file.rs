@@ -10,6 +10,8 @@
 //! Readers see bytes below `wrote` (published with Release/Acquire); one writer at a time (an
 //! internal lock) appends above it. Slices handed out keep the mapping alive through an `Arc`,
 //! so a segment deleted by retention stays readable until its last reader drops it.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 #![allow(unsafe_code)]
 

@@ -7,6 +7,8 @@
 //!
 //! With preallocation on (the CommitLog), creating segment N starts building and pre-faulting
 //! segment N+1 on a background thread, so a roll never pays for file creation or page faults.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

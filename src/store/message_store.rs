@@ -1,5 +1,8 @@
 //! `MessageStore` (`DefaultMessageStore.java`): opens and recovers the directory, runs the
 //! flush, dispatch, ConsumeQueue-flush and cleaning threads, and serves puts and reads.
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};

@@ -2,7 +2,9 @@
 //! topic/queue pointing into it, IndexFiles for lookups by key, a checkpoint for bounded
 //! recovery. Byte-compatible with the Java broker's store directory.
 //!
-//! May import: `crate::model` only. It never sees wire types, so other front ends can share it.
+//! May import: `crate::model`, and `crate::telemetry` (a leaf: `flush.rs` records the flush latency
+//! and group-commit batch sizes where they happen). It never sees wire types, so other front ends
+//! can share it. The rule is the `store` line of docs/architecture.md, checked by tests/it/layering.rs.
 //!
 //! Inside, `state.rs` holds what the threads share (`Inner`); the services (`dispatch`, `flush`, `prefault`,
 //! `housekeeping`, `recovery`, `retention`) work on it, and `message_store.rs` (the facade: open,

@@ -1,6 +1,8 @@
 //! Start-up recovery (`DefaultMessageStore.recover`): ConsumeQueues first, then the CommitLog
 //! from a segment chosen by the checkpoint, re-dispatching what the queues and index lack and
 //! cutting everything past the end of valid data.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::sync::atomic::Ordering;
 

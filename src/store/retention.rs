@@ -10,6 +10,8 @@
 //! ```
 //! Unlike the Java broker, writes resume by themselves once usage falls below the force-clean
 //! ratio.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};

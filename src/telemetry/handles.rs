@@ -3,6 +3,8 @@
 //! atomic adds, with no lock and no allocation (registering a label set allocates and locks, so
 //! it happens once per thread, node and label set). The label set a thread used last is kept
 //! beside the maps: a stream of sends to one topic compares a name instead of hashing it.
+//!
+//! May import: nothing outside `telemetry/` (the area's rule: docs/architecture.md).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

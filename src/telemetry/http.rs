@@ -4,6 +4,8 @@
 //! scrape-time collectors first (gauges computed from broker state, as Java's observable
 //! gauges are), which that listener cannot do, and it would bring in an HTTP stack for one GET.
 //! One request per connection (`Connection: close`), head at most 8 KiB, 10 s to send it.
+//!
+//! May import: nothing outside `telemetry/` (the area's rule: docs/architecture.md).
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -1,5 +1,7 @@
 //! Metric and label names: Java 5.x's (`BrokerMetricsConstant`, `RemotingMetricsConstant`,
 //! `DefaultStoreMetricsManager`) and ferrocket's own (`ferrocket_*`), with histogram buckets.
+//!
+//! May import: nothing outside `telemetry/` (the area's rule: docs/architecture.md).
 
 pub const LABEL_CLUSTER_NAME: &str = "cluster";
 pub const LABEL_NODE_TYPE: &str = "node_type";

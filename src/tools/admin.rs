@@ -1,5 +1,8 @@
 //! `ferrocket admin`: the everyday mqadmin operations for users without a JVM, with readable
 //! tables. Talks to the NameServer and brokers over the remoting protocol like mqadmin does.
+//!
+//! May import: `model`, `protocol`, `remoting`, `store` and modules of `tools/`; the area's rule is
+//! its line in docs/architecture.md.
 
 use std::time::Duration;
 

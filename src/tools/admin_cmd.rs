@@ -1,4 +1,7 @@
 //! The `ferrocket admin` subcommands (names follow mqadmin's).
+//!
+//! May import: `model`, `protocol` and modules of `tools/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use clap::Subcommand;
 

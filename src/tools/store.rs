@@ -8,6 +8,9 @@
 //! load reads the same shape (offsets and store time are assigned by the store); "batch":[…]
 //! holds several messages appended as one batch.
 //! ```
+//!
+//! May import: `model`, `store` and modules of `tools/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};

@@ -145,12 +145,14 @@ async fn long_polling_answers_on_arrival_or_at_the_suspend_timeout() {
 
     let c2 = client();
     let addr = b.addr.clone();
+    let mut parked = b.inner.hold.watch_held();
     let waiting = tokio::spawn(async move {
         let started = Instant::now();
         let r = call_addr(&c2, &addr, pull("LP", 0, 1, 6, 10_000)).await;
         (r, started.elapsed())
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Send once the pull is held, so the answer comes from the arrival, not from the first read.
+    parked.wait_for(|n| *n >= 1).await.unwrap();
     call_addr(&c, &b.addr, send("LP", 0, b"second", "A")).await;
     let (r, waited) = waiting.await.unwrap();
     assert_eq!(r.response_code(), ResponseCode::SUCCESS);
@@ -273,9 +275,8 @@ async fn delay_levels_and_send_back_to_retry_and_dlq() {
     delayed.ext_fields.insert("i".into(), props);
     let sent_at = Instant::now();
     assert_eq!(call_addr(&c, &b.addr, delayed).await.response_code(), ResponseCode::SUCCESS);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let max = || request(RequestCode::GET_MAX_OFFSET, &[("topic", "DL"), ("queueId", "0")]);
-    assert_eq!(call_addr(&c, &b.addr, max()).await.ext_fields["offset"], "0", "delivered before its delay");
+    // Not delivered before its delay: the first time the queue holds it is at least 1 s after the
+    // send (polled every 5 ms), checked below.
     wait_max_offset(&c, &b.addr, "DL", 0, 1).await;
     let waited = sent_at.elapsed();
     assert!(
@@ -319,8 +320,9 @@ async fn shutdown_answers_held_pulls_at_once() {
     call_addr(&c, &b.addr, send("SD", 0, b"m", "A")).await;
     wait_max_offset(&c, &b.addr, "SD", 0, 1).await;
     let addr = b.addr.clone();
+    let mut parked = b.inner.hold.watch_held();
     let held = tokio::spawn(async move { c.invoke(&addr, pull("SD", 0, 1, 6, 30_000), Duration::from_secs(40)).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    parked.wait_for(|n| *n >= 1).await.unwrap();
     let started = Instant::now();
     b.stop().await;
     assert!(started.elapsed() < Duration::from_secs(5), "shutdown waited for the held pull: {:?}", started.elapsed());

@@ -8,6 +8,7 @@ mod broker;
 mod broker_harness;
 mod config_files;
 mod crash;
+mod docs;
 mod golden;
 mod ha;
 mod hostile_acl;

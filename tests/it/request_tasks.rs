@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use ferrocket::remoting::{Connection, RemotingServer, RequestHandler, ServerConfig};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -16,13 +17,20 @@ const QUICK: RequestCode = RequestCode(9001);
 const SLOW: RequestCode = RequestCode(9002);
 const PANICS: RequestCode = RequestCode(9003);
 
-struct Handler;
+/// SLOW tells `entered` it is in its handler, then waits until the test `release`s it.
+#[derive(Default)]
+struct Handler {
+    entered: Notify,
+    release: Notify,
+}
 
 impl RequestHandler for Handler {
     async fn handle(&self, _conn: &Arc<Connection>, req: RemotingCommand) -> Option<RemotingCommand> {
         let code = req.request_code();
         if code == SLOW {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // `notify_one` keeps a permit when nobody waits yet: neither side can miss the other.
+            self.entered.notify_one();
+            self.release.notified().await;
         } else if code == PANICS {
             panic!("handler bug (expected by the test)");
         }
@@ -35,7 +43,8 @@ async fn waiting_requests_become_tasks_and_a_panic_loses_only_its_request() {
     let server = RemotingServer::bind("127.0.0.1:0", ServerConfig::default()).await.unwrap();
     let addr = server.local_addr().unwrap().to_string();
     let shutdown = CancellationToken::new();
-    tokio::spawn(server.serve(Arc::new(Handler), shutdown.clone(), TaskTracker::new()));
+    let handler = Arc::new(Handler::default());
+    tokio::spawn(server.serve(handler.clone(), shutdown.clone(), TaskTracker::new()));
     let c = client();
     let first_conn = c.connection(&addr).await.unwrap().id();
     let call = |code: RequestCode, timeout: Duration| {
@@ -43,19 +52,19 @@ async fn waiting_requests_become_tasks_and_a_panic_loses_only_its_request() {
         async move { c.invoke(&addr, RemotingCommand::request(code), timeout).await }
     };
     // A slow request first, then a quick one on the same connection: the quick one is answered
-    // while the slow one waits.
+    // while the slow one is still in its handler (it leaves only when released, after that).
     let slow = call(SLOW, Duration::from_secs(5));
     let quick = async {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let r = call(QUICK, Duration::from_secs(5)).await.unwrap();
-        (r, std::time::Instant::now())
+        handler.entered.notified().await;
+        let r = call(QUICK, Duration::from_secs(5)).await;
+        handler.release.notify_one();
+        r
     };
-    let (slow, (quick, quick_at)) = tokio::join!(slow, quick);
-    let slow_at = std::time::Instant::now();
+    let (slow, quick) = tokio::join!(slow, quick);
+    let quick = quick.expect("the quick request was not answered while the slow one waited");
     assert_eq!(quick.response_code(), ResponseCode::SUCCESS);
     assert_eq!(&quick.body[..], b"9001");
     assert_eq!(&slow.unwrap().body[..], b"9002");
-    assert!(quick_at < slow_at, "the quick request waited for the slow one");
     // A panicking handler: no answer to that request, the connection keeps serving.
     let lost = call(PANICS, Duration::from_millis(300)).await;
     assert!(lost.is_err(), "a panicked request cannot be answered: {lost:?}");

@@ -1,5 +1,8 @@
 //! Admin requests served by the broker (`AdminBrokerProcessor`): topics, subscription groups,
 //! runtime information.
+//!
+//! May import: `config`, `model`, `protocol` and modules of `broker/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,6 +2,9 @@
 //! GET_CONSUMER_LIST_BY_GROUP (38), QUERY/UPDATE_CONSUMER_OFFSET (14/15), GET_MAX_OFFSET (30),
 //! GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29), GET_EARLIEST_MSG_STORETIME (32),
 //! CHECK_CLIENT_CONFIG (46).
+//!
+//! May import: `filter`, `model`, `protocol`, `remoting` and modules of `broker/`; the area's rule
+//! is its line in docs/architecture.md.
 
 use std::sync::Arc;
 use std::time::Instant;

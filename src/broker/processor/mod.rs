@@ -1,5 +1,12 @@
-//! Request handlers, one function per request code, grouped by feature.
+//! Request handlers, one function per request code, grouped by feature, and the router that
+//! dispatches a request to them after the ACL check (`broker/acl.rs`).
+//!
+//! Owns: `BrokerProcessor` (the remoting `RequestHandler` of the client and VIP ports), the reply
+//! helpers (`ok`, `fail`, `Handled`, `BrokerError`) the handlers share. May import what `broker` may
+//! (docs/architecture.md); the handlers import this file's reply helpers, and this file imports
+//! the ACL middleware, never the other way round.
 
+mod acl_admin;
 mod admin;
 mod consumer;
 mod pull;
@@ -126,10 +133,10 @@ impl BrokerProcessor {
             RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
-            RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl::update_and_create_acl_config(b, req).await,
-            RequestCode::DELETE_ACL_CONFIG => acl::delete_acl_config(b, req).await,
-            RequestCode::GET_BROKER_CLUSTER_ACL_INFO => acl::get_broker_cluster_acl_info(b, req),
-            RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => acl::update_global_white_addrs_config(b, req).await,
+            RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl_admin::update_and_create_acl_config(b, req).await,
+            RequestCode::DELETE_ACL_CONFIG => acl_admin::delete_acl_config(b, req).await,
+            RequestCode::GET_BROKER_CLUSTER_ACL_INFO => acl_admin::get_broker_cluster_acl_info(b, req),
+            RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => acl_admin::update_global_white_addrs_config(b, req).await,
             code => Ok(Some(RemotingCommand::error_response(
                 req,
                 ResponseCode::REQUEST_CODE_NOT_SUPPORTED,

@@ -1,4 +1,7 @@
 //! QUERY_MESSAGE (12) by key or unique key, VIEW_MESSAGE_BY_ID (33) by CommitLog offset.
+//!
+//! May import: `protocol` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use super::{fail, ok, Handled};
 use crate::broker::BrokerInner;

@@ -1,6 +1,9 @@
 //! CONSUMER_SEND_MSG_BACK (36): a message a consumer failed goes to `%RETRY%<group>` with delay
 //! level 3 + reconsume times, or to `%DLQ%<group>` past the group's maximum
 //! (`SendMessageProcessor.consumerSendMsgBack`).
+//!
+//! May import: `model`, `protocol`, `store` and modules of `broker/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::sync::Arc;
 

@@ -2,6 +2,9 @@
 //! GET_TOPIC_STATS_INFO (202), GET_CONSUME_STATS (208), GET_CONSUMER_CONNECTION_LIST (203),
 //! GET_PRODUCER_CONNECTION_LIST (204), QUERY_TOPIC_CONSUME_BY_WHO (300),
 //! INVOKE_BROKER_TO_RESET_OFFSET (222), CLONE_GROUP_OFFSET (314), GET_CONSUMER_RUNNING_INFO (307).
+//!
+//! May import: `protocol` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

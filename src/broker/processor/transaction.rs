@@ -3,6 +3,9 @@
 //! built anyway for those that wait. On a SYNC_MASTER a commit counts only once its message is
 //! on the slaves; until then no op record is written and the check service keeps asking, and a
 //! repeated commit waits for the message already stored instead of storing it again.
+//!
+//! May import: `model`, `protocol`, `store` and modules of `broker/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::sync::Arc;
 

@@ -1,3 +1,5 @@
+//! Unit tests of `broker::timer` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 use crate::model::message::properties_to_string;
 

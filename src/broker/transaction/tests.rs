@@ -1,4 +1,7 @@
 //! The records of a transaction: half, committed, op, renewed, immunity copy, discarded, check body.
+//!
+//! May import: `store` and modules of `broker/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::net::SocketAddr;
 

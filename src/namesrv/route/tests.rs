@@ -1,3 +1,5 @@
+//! Unit tests of `namesrv::route` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 
 fn topics(names: &[&str]) -> BTreeMap<String, TopicConfig> {

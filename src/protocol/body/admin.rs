@@ -6,6 +6,8 @@
 //! ConsumeStats     {"consumeTps":0.0,"offsetTable":{{MQ}:{"brokerOffset":…,"consumerOffset":…,"lastTimestamp":…,"pullOffset":…}}}
 //! ResetOffsetBody  {"offsetTable":{{MQ}:123}}
 //! ```
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use std::collections::BTreeMap;
 

@@ -11,6 +11,9 @@
 //! Parsed by hand from a JSON value to be as lenient as fastjson (spec §9): enums as names or
 //! ordinals, numbers as strings, missing members take Java's defaults, a missing `codeSet` is
 //! recomputed from `subString`.
+//!
+//! May import: `model` and modules of `protocol/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::BTreeSet;
 

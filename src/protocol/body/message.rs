@@ -3,6 +3,8 @@
 //! ```text
 //! entry = totalSize:i32 magic:i32 bodyCrc:i32 flag:i32 bodyLen:i32 body propertiesLen:i16 properties
 //! ```
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use bytes::Bytes;
 

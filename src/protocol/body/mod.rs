@@ -1,4 +1,7 @@
 //! JSON bodies, in the shapes fastjson 1.x writes and Java peers parse (spec §4.16).
+//!
+//! May import: `model` and modules of `protocol/`; the area's rule is its line in
+//! docs/architecture.md.
 
 pub mod admin;
 pub mod client;

@@ -9,6 +9,9 @@
 //!                   [V5_0_0+: mappingCount:i32 *(len:i32 mappingJson)] )
 //! topicLine   "name readQueueNums writeQueueNums perm topicFilterType [attributesJson]"
 //! ```
+//!
+//! May import: `model` and modules of `protocol/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::collections::BTreeMap;
 use std::io::Read;

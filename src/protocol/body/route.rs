@@ -12,6 +12,8 @@
 //! `brokerAddrs` keys are bare numbers in the legacy form (clients older than V4_9_4, all Go
 //! clients, and always in ClusterInfo) and quoted in the standard form. Go's client splits the
 //! map text by hand, so the output is compact with no blanks.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 

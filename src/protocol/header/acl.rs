@@ -2,6 +2,8 @@
 //! `DeleteAccessConfigRequestHeader`, `UpdateGlobalWhiteAddrsConfigRequestHeader`,
 //! `GetBrokerAclConfigResponseHeader`) and the names of the signature fields every signed request
 //! carries (`SessionCredentials`).
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use super::command_header;
 

@@ -1,5 +1,7 @@
 //! Headers of the client → broker requests and their responses
 //! (`org.apache.rocketmq.remoting.protocol.header`).
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use super::command_header;
 

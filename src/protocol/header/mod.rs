@@ -6,6 +6,8 @@
 //! client's "1" is false, without error). Unlike Java, a missing required field or an unparsable
 //! number is reported as a [`HeaderError`] naming the field, instead of a later
 //! NullPointerException.
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 pub mod acl;
 pub mod broker;

@@ -1,4 +1,6 @@
 //! Headers of the NameServer requests (`org.apache.rocketmq.remoting.protocol.header.namesrv`).
+//!
+//! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
 use super::command_header;
 

@@ -14,6 +14,9 @@
 //! finds records waiting *or being written* takes that lock, so it returns only once the write
 //! that carries its records is over, and learns if that write failed: "nothing pending" is
 //! announced only after the bytes are written (or marked lost).
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 pub mod record;
 

@@ -10,6 +10,9 @@
 //! .. bodyLen:i32 body   topicLen:i8 (v1) | i16 (v2) topic   propertiesLen:i16 properties
 //! blank (end of segment): size:i32  0xCBD43194:i32
 //! ```
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::borrow::Cow;
 use std::net::{IpAddr, SocketAddr};

@@ -1,3 +1,5 @@
+//! Unit tests of `store::commit_log` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 use std::sync::mpsc;
 

@@ -1,3 +1,5 @@
+//! Unit tests of `store::consume_queue` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 
 fn unit(offset: i64) -> CqUnit {

@@ -2,6 +2,9 @@
 //!
 //! Every header field is written through to the mapping as soon as it changes (Java keeps a
 //! copy in atomics and writes through too), so the mapped bytes are the only state.
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use std::path::Path;
 

@@ -2,6 +2,8 @@
 //! (`UtilAll.timeMillisToHumanString`). The Java broker sorts the directory by name to get the
 //! files' order, so names must keep increasing. The local UTC offset comes from chrono (already
 //! a dependency for `deleteWhen`); the formatting is ours so it can be tested with fixed inputs.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
 /// The name for a file created now, strictly after `last` (the newest existing file's name).
 pub fn next_name(last: Option<&str>) -> String {

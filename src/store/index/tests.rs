@@ -1,4 +1,7 @@
 //! IndexService tests (kept apart from mod.rs to keep both files readable in one sitting).
+//!
+//! May import: `model` and modules of `store/`; the area's rule is its line in
+//! docs/architecture.md.
 
 use super::*;
 use crate::model::message::{properties_to_string, property};

@@ -1,4 +1,6 @@
 //! MappedFile: appends, views, flushing, readahead and truncation on real files.
+//!
+//! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of `store::timer` (through `use super::*`): they may import what it may, plus test crates.
+
 use super::*;
 
 const P: i64 = 1000;

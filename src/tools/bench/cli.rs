@@ -1,5 +1,7 @@
 //! The `ferrocket bench` subcommands: flags to options, Ctrl-C to a clean stop, and the output
 //! (table or JSON on stdout, progress on stderr, the HTML report).
+//!
+//! May import: nothing outside `tools/` (the area's rule: docs/architecture.md).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -3,6 +3,9 @@
 //! returns. Reports the time to the first message and the drain rate; latency is
 //! store-to-consume (the broker's store timestamp to the pull's arrival), as RocketMQ's
 //! benchmark Consumer reports it.
+//!
+//! May import: `model`, `protocol`, `remoting`, `store` and modules of `tools/`; the area's rule is
+//! its line in docs/architecture.md.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -11,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::stats::{Recorder, Role, Summary};
+use super::stats::{Recorder, Role, Summary, TimerLateness};
 use super::{call, cause, drive, first_namesrv, new_client, now_ms, route, BenchError, Client, Limit};
 use crate::model::message::{self, property, sys_flag};
 use crate::model::perm;
@@ -329,31 +332,6 @@ fn timer_due(rec: &[u8]) -> Option<i64> {
         .map(|s| born + s * 1000)
         .or_else(|| num(property::TIMER_DELAY_MS).map(|ms| born + ms))
         .or_else(|| num(property::TIMER_DELIVER_MS))
-}
-
-/// Percentiles of timer lateness (`bench consume` of delivered timer messages).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TimerLateness {
-    pub count: u64,
-    /// Stored before the requested time (should be 0).
-    pub early: u64,
-    pub p50_ms: i64,
-    pub p99_ms: i64,
-    pub max_ms: i64,
-}
-
-impl TimerLateness {
-    fn of(mut late: Vec<i64>) -> Option<Self> {
-        late.sort_unstable();
-        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
-        (!late.is_empty()).then(|| Self {
-            count: late.len() as u64,
-            early: late.iter().filter(|l| **l < 0).count() as u64,
-            p50_ms: at(0.5),
-            p99_ms: at(0.99),
-            max_ms: at(1.0),
-        })
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! `bench produce`: SEND_MESSAGE_V2 at every master's write queues, as the official Java
 //! producer sends it, from a fixed pool of `in_flight` sender tasks (each keeps one request
 //! outstanding, so the pool size is the in-flight bound) over `connections` sockets per broker.
+//!
+//! May import: `model`, `protocol`, `remoting` and modules of `tools/`; the area's rule is its line
+//! in docs/architecture.md.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,5 +1,7 @@
 //! `--report FILE.html`: one self-contained page (no script, no network) with the command line,
 //! the final table, and throughput and latency per second drawn as inline SVG by `plotters`.
+//!
+//! May import: nothing outside `tools/` (the area's rule: docs/architecture.md).
 
 use plotters::prelude::*;
 

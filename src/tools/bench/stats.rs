@@ -1,6 +1,8 @@
 //! What a bench measured: counters and an HDR latency histogram that the workers record into,
 //! rolled once a second into a [`Timeline`] of [`Point`]s, and the final [`Summary`] with its
 //! table and one-line JSON forms.
+//!
+//! May import: nothing outside `tools/` (the area's rule: docs/architecture.md).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -220,7 +222,7 @@ pub struct Summary {
     pub failures: BTreeMap<String, u64>,
     pub points: Vec<Point>,
     /// Consume of delivered timer messages: stored this late after the requested time.
-    pub timer_lateness: Option<super::consume::TimerLateness>,
+    pub timer_lateness: Option<TimerLateness>,
 }
 
 fn round3(v: f64) -> f64 {
@@ -316,6 +318,31 @@ impl Summary {
             }
         }
         out
+    }
+}
+
+/// Percentiles of timer lateness (`bench consume` of delivered timer messages).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimerLateness {
+    pub count: u64,
+    /// Stored before the requested time (should be 0).
+    pub early: u64,
+    pub p50_ms: i64,
+    pub p99_ms: i64,
+    pub max_ms: i64,
+}
+
+impl TimerLateness {
+    pub(super) fn of(mut late: Vec<i64>) -> Option<Self> {
+        late.sort_unstable();
+        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+        (!late.is_empty()).then(|| Self {
+            count: late.len() as u64,
+            early: late.iter().filter(|l| **l < 0).count() as u64,
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        })
     }
 }
 

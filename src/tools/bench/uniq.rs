@@ -1,4 +1,6 @@
 //! Unique message ids (the `UNIQ_KEY` property) as the Java client makes them.
+//!
+//! May import: nothing outside `tools/` (the area's rule: docs/architecture.md).
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU32, Ordering};
