@@ -438,6 +438,7 @@ async fn bind_kafka(
         topics_changed: inner.register_now.clone(),
         store_host: inner.store_host,
         closing: inner.closing.clone(),
+        acl: inner.acl.clone(),
     };
     let kafka = crate::kafka::Kafka::new(shared).map_err(|why| StartError::Config { what: "Kafka listener", why })?;
     let addr = format!("{}:{}", c.bind_address, c.kafka_listen_port);

@@ -166,6 +166,7 @@ mod tests {
             topics_changed: Arc::new(tokio::sync::Notify::new()),
             store_host: "127.0.0.1:10911".parse().unwrap(),
             closing: CancellationToken::new(),
+            acl: None,
             config,
         };
         Kafka::new(shared).unwrap()
