@@ -167,24 +167,24 @@ pub async fn authenticate(k: &Kafka, s: &mut Session, req: &Request, r: SaslAuth
             Ok(sasl_scram::Step::Done(token)) => (std::mem::take(&mut s.scram_user), Ok(token)),
             Err(f) => (std::mem::take(&mut s.scram_user), Err(f.why)),
         },
-        _ => {
-            warn!(peer = %req.peer, "Kafka SaslAuthenticate without a handshake before it; closing the connection");
+        other => {
+            let why = match other {
+                State::Done(_) => "SaslAuthenticate request received after successful authentication",
+                _ => "SaslAuthenticate request received without a SaslHandshake before it",
+            };
+            warn!(peer = %req.peer, why, "unexpected Kafka SaslAuthenticate; closing the connection");
             s.close_after_reply = true;
-            return answer(
-                error::ILLEGAL_SASL_STATE,
-                Some("SaslAuthenticate request received before SaslHandshake"),
-                vec![],
-            );
+            return answer(error::ILLEGAL_SASL_STATE, Some(why), vec![]);
         }
     };
     match outcome {
         Ok(token) => {
-            info!(peer = %req.peer, user = %user.escape_debug(), client_id = %req.client_id.escape_debug(), "Kafka client authenticated");
+            info!(peer = %req.peer, user = %shown(&user), client_id = %req.client_id.escape_debug(), "Kafka client authenticated");
             s.state = State::Done(user);
             answer(error::NONE, None, token)
         }
         Err(why) => {
-            warn!(peer = %req.peer, user = %user.escape_debug(), why, "Kafka SASL authentication failed; closing the connection");
+            warn!(peer = %req.peer, user = %shown(&user), why, "Kafka SASL authentication failed; closing the connection");
             s.close_after_reply = true;
             tokio::time::sleep(FAILURE_DELAY).await;
             // PlainSaslServer's own message; ScramSaslServer's SaslException becomes
@@ -198,6 +198,11 @@ pub async fn authenticate(k: &Kafka, s: &mut Session, req: &Request, r: SaslAuth
             answer(error::SASL_AUTHENTICATION_FAILED, Some(&message), vec![])
         }
     }
+}
+
+/// A user name as logged: escaped, at most 128 characters (an unauthenticated peer chose it).
+fn shown(user: &str) -> String {
+    user.chars().take(128).flat_map(char::escape_debug).collect()
 }
 
 /// RFC 4616: `[authzid] NUL authcid NUL passwd`; (user, outcome).
