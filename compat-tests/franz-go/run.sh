@@ -5,6 +5,8 @@
 # applies to ferrocket: group consumption with every balancer (range, sticky, cooperative-sticky,
 # static members; the KIP-848 subtests skip themselves because ConsumerGroupHeartbeat is not
 # advertised) and Issue865. Transactions (TestTxn*) are not served, so not run.
+# Then sasl/ (our own small test, franz-go's pkg/sasl/plain and pkg/sasl/scram) against a second
+# broker with aclEnable=true and tls.server.mode=permissive: see sasl_section below.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin="${FERROCKET_BIN:-$here/../../target/release/ferrocket}"
@@ -35,6 +37,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 cd "$here"
+# SASL_ONLY=1: only the SASL test below (the group tests write ~600 MB and take minutes).
+if [ "${SASL_ONLY:-}" != 1 ]; then
 KGO_SEEDS="127.0.0.1:$kafka" KGO_TEST_RF=1 go test -count=1 -timeout 10m -v \
   -run 'TestGroupETL$|TestIssue865' github.com/twmb/franz-go/pkg/kgo 2>&1 | tee "$work/go-test.log" \
   | grep -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|PASS|FAIL|ok)'
@@ -52,4 +56,77 @@ if [ "$status" -ne 0 ]; then
   echo "franz-go's tests failed (failures and ferrocket's last WARN lines above); logs in $work" >&2
   exit "$status"
 fi
+fi
+kill -TERM $pid 2>/dev/null && wait $pid || true
+trap - EXIT
 rm -rf "$work"
+
+# SASL against the ACL accounts: a second broker with aclEnable=true (accounts as in
+# sasl/sasl_test.go) and tls.server.mode=permissive for SASL_SSL once the Kafka port speaks TLS.
+sasl_section() {
+  local w; w=$(mktemp -d /tmp/ferrocket-franz-sasl.XXXXXX)
+  mkdir -p "$w/conf"
+  cat > "$w/conf/plain_acl.yml" <<ACL
+accounts:
+  - accessKey: franzUser01
+    secretKey: franzSecret01
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: ['franz-sasl=PUB|SUB']
+    groupPerms: ['franz-sasl-g=SUB']
+  - accessKey: franzOther01
+    secretKey: otherSecret01
+    defaultTopicPerm: DENY
+  - accessKey: franzAdmin01
+    secretKey: adminSecret01
+    admin: true
+ACL
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$w/key.pem" -out "$w/cert.pem" -days 2 -subj /CN=localhost \
+    > "$w/openssl.log" 2>&1
+  local b=$((20000 + RANDOM % 8000)) n k
+  n=$(port); k=$(port)
+  cat > "$w/broker.conf" <<CONF
+brokerClusterName=FranzSaslCluster
+brokerName=franz-sasl-a
+brokerIP1=127.0.0.1
+listenPort=$b
+storePathRootDir=$w/store
+cleanFileForciblyEnable=false
+aclEnable=true
+rocketmqHome=$w
+kafkaListenPort=$k
+kafkaAdvertisedAddress=127.0.0.1:$k
+tls.server.mode=permissive
+tls.server.certPath=$w/cert.pem
+tls.server.keyPath=$w/key.pem
+CONF
+  echo "listenPort=$n" > "$w/namesrv.conf"
+  "$bin" standalone -c "$w/broker.conf" --namesrv-config "$w/namesrv.conf" > "$w/ferrocket.log" 2>&1 &
+  local spid=$!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$k") 2>/dev/null && break
+    sleep 0.1
+  done
+  local st=0
+  set +e
+  KGO_SASL_SEEDS="127.0.0.1:$k" go test -count=1 -timeout 5m -v ./sasl > "$w/go-test.log" 2>&1
+  st=$?
+  set -e
+  grep -E '^(=== RUN|\s*--- (PASS|FAIL|SKIP)|\s+sasl_test.go|PASS|FAIL|ok)' "$w/go-test.log" || true
+  kill -TERM $spid
+  wait $spid || { echo "ferrocket (SASL) exited non-zero on SIGTERM; log $w/ferrocket.log" >&2; return 1; }
+  if grep -E '^[0-9T:.-]+Z +ERROR ' "$w/ferrocket.log"; then
+    echo "ferrocket (SASL) logged ERROR lines (above); log $w/ferrocket.log" >&2
+    return 1
+  fi
+  if grep -qE 'franzSecret01|otherSecret01|adminSecret01|wrongPassword' "$w/ferrocket.log"; then
+    echo "a secret reached the broker log $w/ferrocket.log" >&2
+    return 1
+  fi
+  if [ "$st" -ne 0 ]; then
+    echo "the franz-go SASL test failed; logs in $w" >&2
+    return "$st"
+  fi
+  rm -rf "$w"
+}
+sasl_section

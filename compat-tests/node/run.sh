@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kafkajs 2.2.4 (npm, package-lock.json) against ferrocket's Kafka listener, with Node's own test
+# kafkajs 2.2.4 (npm, package-lock.json) against ferrocket's Kafka listener (kafkajs.test.mjs; with SASL and
+# the ACL accounts in kafkajs_sasl.test.mjs), with Node's own test
 # runner. FERROCKET_BIN names the binary (default: target/release/ferrocket).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

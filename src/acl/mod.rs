@@ -18,6 +18,7 @@
 //!   PUB on RMQ_SYS_TRACE_TOPIC                              -> allowed
 //!   admin-only code, account not admin; a resource the account lacks -> refused
 //! ```
+//! [`authority`] answers the same question for a peer authenticated by Kafka's SASL.
 //! Safer than Java (listed in the README's differences): UPDATE_GLOBAL_WHITE_ADDRS_CONFIG is
 //! admin-only, its `aclFileFullPath` must name a loaded ACL file, signatures are compared in
 //! constant time, and no secret key is printed (errors, `Debug`).
@@ -25,6 +26,7 @@
 //! a file that fails to load leaves the previous tables in force.
 
 pub mod address;
+pub mod authority;
 pub mod file;
 pub mod perm;
 #[cfg(test)]

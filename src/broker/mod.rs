@@ -82,8 +82,6 @@ pub struct BrokerInner {
     pub outbound: RemotingClient<NoCallbacks>,
     /// Slave: rung when the dispatcher learned a topic from replicated records.
     pub topics_learned: Notify,
-    /// `aclEnable=true`: the accounts every request is checked against.
-    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 impl std::ops::Deref for BrokerInner {
@@ -231,6 +229,7 @@ impl Broker {
             hold,
             ha_service,
             store_host,
+            acl,
         }));
         let inner = Arc::new(BrokerInner {
             core,
@@ -246,7 +245,6 @@ impl Broker {
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
             outbound,
             topics_learned: Notify::new(),
-            acl,
         });
         if inner.config.is_slave() {
             // From now on the dispatcher teaches the slave every topic it stores; what it

@@ -17,7 +17,8 @@
 //! the registration tickets), the standard properties a broker writes into every message
 //! (`properties.rs`), and the code table.
 //!
-//! May import: `model`, `store`, `meta`, `ha` (the replica wait), `telemetry`, `persist`. Never a
+//! May import: `model`, `store`, `meta`, `ha` (the replica wait), `acl` (the accounts every door
+//! checks), `telemetry`, `persist`. Never a
 //! front end (`broker`, `kafka`), a codec (`protocol`, `kafka_protocol`) or `remoting`.
 
 pub mod append;
@@ -82,6 +83,8 @@ pub struct Core {
     pub register_done: tokio::sync::watch::Sender<u64>,
     /// Whether the registration loop runs (a broker that never serves does not wait for it).
     pub registering: AtomicBool,
+    /// `aclEnable=true`: the accounts every door checks requests against.
+    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 /// The managers a [`Core`] is built from (loaded by the broker from its config files).
@@ -95,6 +98,7 @@ pub struct Parts {
     pub ha_service: Option<Arc<crate::ha::HaService>>,
     pub metrics: Option<Arc<crate::telemetry::Node>>,
     pub store_host: SocketAddr,
+    pub acl: Option<Arc<crate::acl::Acl>>,
 }
 
 impl Core {
@@ -117,6 +121,7 @@ impl Core {
             register_asked: AtomicU64::new(0),
             register_done: tokio::sync::watch::Sender::new(0),
             registering: AtomicBool::new(false),
+            acl: p.acl,
         }
     }
 
@@ -131,6 +136,7 @@ impl Core {
             hold: Arc::new(PullHold::default()),
             ha_service: None,
             metrics: None,
+            acl: None,
             store_host: config.broker_addr().parse().map_err(|_| format!("bad address {}", config.broker_addr()))?,
             config,
         }))

@@ -13,6 +13,10 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 /// What a handler hands back: a response frame, or nothing (acks=0).
 pub type Reply = anyhow::Result<Option<BytesMut>>;
 
+/// Why a request (or one part of it) was refused: the Kafka error code and a message for the
+/// client.
+pub type Refusal = (i16, String);
+
 /// A decoded request header and who sent it.
 pub struct Request {
     pub key: ApiKey,

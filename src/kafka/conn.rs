@@ -6,6 +6,9 @@
 //! A connection silent for `kafkaConnectionsMaxIdleMs` (Kafka's connections.max.idle.ms) is
 //! closed, also in the middle of a frame; a frame's buffer grows with the bytes that arrive.
 //!
+//! With `aclEnable=true` a connection authenticates first (`sasl.rs`) and every request is
+//! checked against its account (`authz.rs`) before its handler runs.
+//!
 //! Bad input closes the connection with a warn line, as Kafka does: a frame over the size
 //! limit, an unknown API, a version outside our range (other than ApiVersions, which KIP-511
 //! answers), a body that does not decode.
@@ -23,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::api::{reply, Reply, Request};
+use super::authz::{self, Gate};
+use super::sasl::{self, Session};
 use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, Kafka};
 
 /// Kafka's `socket.request.max.bytes`.
@@ -35,6 +40,7 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
         0 => Duration::MAX,
         ms => Duration::from_millis(ms),
     };
+    let mut session = Session::new(&k, peer);
     loop {
         let size = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -47,15 +53,16 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
                 }
             },
         };
-        let Some(size) = usize::try_from(size).ok().filter(|s| (8..=MAX_REQUEST).contains(s)) else {
-            warn!(%peer, size, limit = MAX_REQUEST, "Kafka request frame size out of range; closing the connection");
+        let limit = session.max_frame(MAX_REQUEST);
+        let Some(size) = usize::try_from(size).ok().filter(|s| (8..=limit).contains(s)) else {
+            warn!(%peer, size, limit, "Kafka request frame size out of range; closing the connection");
             return;
         };
         let Some(buf) = read_body(&mut read, size, idle).await else {
             debug!(%peer, size, "Kafka connection closed or silent in the middle of a request; closing");
             return;
         };
-        let reply = match handle(&k, buf.freeze(), peer).await {
+        let reply = match handle(&k, buf.freeze(), peer, &mut session).await {
             Ok(r) => r,
             Err(why) => {
                 warn!(%peer, error = %why, "bad Kafka request; closing the connection");
@@ -66,6 +73,9 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
             if write.write_all(&frame).await.is_err() {
                 return;
             }
+        }
+        if session.close_after_reply {
+            return;
         }
     }
 }
@@ -125,7 +135,7 @@ pub fn decode(mut body: Bytes) -> anyhow::Result<Decoded> {
     Ok(Decoded::Request { key, version, header: Box::new(header), body: Box::new(body) })
 }
 
-async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
+async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr, session: &mut Session) -> Reply {
     let (key, version, header, decoded) = match decode(body)? {
         Decoded::Answer(frame) => {
             debug!(%peer, "answered without decoding (KIP-511 ApiVersions or Produce v0-2)");
@@ -140,28 +150,50 @@ async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr) -> Reply {
         client_id: header.client_id.as_deref().unwrap_or("").to_owned(),
         peer,
     };
-    match *decoded {
-        RequestKind::ApiVersions(_) => reply(&req, &versions::api_versions()),
-        RequestKind::Produce(r) => produce::handle(k, &req, r).await,
-        RequestKind::Fetch(r) => fetch::handle(k, &req, r).await,
-        RequestKind::ListOffsets(r) => fetch::list_offsets(k, &req, r).await,
-        RequestKind::Metadata(r) => metadata::metadata(k, &req, r).await,
-        RequestKind::CreateTopics(r) => metadata::create_topics(k, &req, r).await,
-        RequestKind::DeleteTopics(r) => metadata::delete_topics(k, &req, r).await,
-        RequestKind::DescribeConfigs(r) => metadata::describe_configs(k, &req, r),
-        RequestKind::DescribeCluster(r) => metadata::describe_cluster(k, &req, r),
-        RequestKind::InitProducerId(r) => producer_ids::init_producer_id(k, &req, r),
-        RequestKind::FindCoordinator(r) => groups::find_coordinator(k, &req, r),
-        RequestKind::JoinGroup(r) => groups::join(k, &req, r).await,
-        RequestKind::SyncGroup(r) => groups::sync(k, &req, r).await,
-        RequestKind::Heartbeat(r) => groups::heartbeat(k, &req, r),
-        RequestKind::LeaveGroup(r) => groups::leave(k, &req, r),
-        RequestKind::OffsetCommit(r) => offsets::offset_commit(k, &req, r).await,
-        RequestKind::OffsetFetch(r) => offsets::offset_fetch(k, &req, r),
-        RequestKind::ListGroups(r) => groups::list_groups(k, &req, r),
-        RequestKind::DescribeGroups(r) => groups::describe_groups(k, &req, r),
-        RequestKind::DeleteGroups(r) => groups::delete_groups(k, &req, r).await,
-        _ => anyhow::bail!("no handler for {key:?}"),
+    let mut decoded = *decoded;
+    match decoded {
+        RequestKind::ApiVersions(_) => return reply(&req, &versions::api_versions(session.sasl_enabled())),
+        RequestKind::SaslHandshake(r) => return sasl::handshake(session, &req, r),
+        RequestKind::SaslAuthenticate(r) => return sasl::authenticate(k, session, &req, r).await,
+        _ => {}
+    }
+    let Some(who) = session.authority() else {
+        anyhow::bail!("{key:?} before SASL authentication (aclEnable=true): only ApiVersions, SaslHandshake and SaslAuthenticate are served");
+    };
+    match authz::gate(k, &who, session.user(), &req, &mut decoded) {
+        Gate::Pass => dispatch(k, &req, decoded).await,
+        Gate::Answer(answer) => answer,
+        Gate::Patch(patch) => match dispatch(k, &req, decoded).await? {
+            Some(frame) => Ok(Some(patch(&req, frame)?)),
+            None => Ok(None),
+        },
+        Gate::Close(why) => anyhow::bail!("{why}"),
+    }
+}
+
+/// Calls the handler of `decoded`.
+async fn dispatch(k: &Arc<Kafka>, req: &Request, decoded: RequestKind) -> Reply {
+    match decoded {
+        RequestKind::Produce(r) => produce::handle(k, req, r).await,
+        RequestKind::Fetch(r) => fetch::handle(k, req, r).await,
+        RequestKind::ListOffsets(r) => fetch::list_offsets(k, req, r).await,
+        RequestKind::Metadata(r) => metadata::metadata(k, req, r).await,
+        RequestKind::CreateTopics(r) => metadata::create_topics(k, req, r).await,
+        RequestKind::DeleteTopics(r) => metadata::delete_topics(k, req, r).await,
+        RequestKind::DescribeConfigs(r) => metadata::describe_configs(k, req, r),
+        RequestKind::DescribeCluster(r) => metadata::describe_cluster(k, req, r),
+        RequestKind::InitProducerId(r) => producer_ids::init_producer_id(k, req, r),
+        RequestKind::FindCoordinator(r) => groups::find_coordinator(k, req, r),
+        RequestKind::JoinGroup(r) => groups::join(k, req, r).await,
+        RequestKind::SyncGroup(r) => groups::sync(k, req, r).await,
+        RequestKind::Heartbeat(r) => groups::heartbeat(k, req, r),
+        RequestKind::LeaveGroup(r) => groups::leave(k, req, r),
+        RequestKind::OffsetCommit(r) => offsets::offset_commit(k, req, r).await,
+        RequestKind::OffsetFetch(r) => offsets::offset_fetch(k, req, r),
+        RequestKind::ListGroups(r) => groups::list_groups(k, req, r),
+        RequestKind::DescribeGroups(r) => groups::describe_groups(k, req, r),
+        RequestKind::DeleteGroups(r) => groups::delete_groups(k, req, r).await,
+        _ => anyhow::bail!("no handler for {:?}", req.key),
     }
 }
 

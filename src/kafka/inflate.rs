@@ -16,7 +16,7 @@
 use std::io::{ErrorKind, Read};
 
 use super::api::error;
-use super::records::Refusal;
+use super::api::Refusal;
 
 /// How much one read of a streaming decoder may add.
 pub const CHUNK: usize = 64 * 1024;

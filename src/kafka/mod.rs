@@ -4,12 +4,15 @@
 //! with the other.
 //!
 //! May import: `crate::core` (append, waits, the managers), `crate::model`, `crate::store`,
-//! `crate::meta`, `crate::persist`, `crate::telemetry`. Never the broker (which starts it), the RocketMQ codec
+//! `crate::meta`, `crate::persist`, `crate::telemetry`, `crate::acl` (accounts and permissions,
+//! for SASL and authorization). Never the broker (which starts it), the RocketMQ codec
 //! (`protocol`) or transport (`remoting`): tests/it/layering.rs checks it.
 //!
 //! ```text
 //! client --frame--> conn.rs (one request at a time per connection, answers in order, as Kafka)
 //!                     |-- versions.rs   ApiVersions, advertised ranges, header versions
+//!                     |-- sasl.rs       SaslHandshake/SaslAuthenticate (PLAIN; SCRAM in sasl_scram.rs)
+//!                     |-- authz.rs      ACL checks before each handler (authz_groups.rs: groups, admin)
 //!                     |-- produce.rs    record batches (records.rs, inflate.rs capped, off the
 //!                     |                 async workers) -> mapping.rs -> store
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
@@ -25,6 +28,9 @@
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
 pub mod api;
+mod authz;
+mod authz_gate;
+mod authz_groups;
 mod commit_metadata;
 pub mod conn;
 mod fetch;
@@ -39,6 +45,8 @@ mod produce;
 mod producer_ids;
 pub mod records;
 mod retention;
+mod sasl;
+mod sasl_scram;
 mod versions;
 
 use std::sync::Arc;
@@ -63,6 +71,8 @@ pub struct Kafka {
     commit_metadata: commit_metadata::CommitMetadata,
     /// When each Kafka group last committed: offsets.retention.minutes.
     retention: retention::GroupRetention,
+    /// SCRAM credentials derived from the ACL accounts.
+    scram: sasl_scram::Cache,
 }
 
 impl Kafka {
@@ -102,6 +112,7 @@ impl Kafka {
             shared,
             commit_metadata,
             retention,
+            scram: sasl_scram::Cache::default(),
         }))
     }
 

@@ -20,7 +20,7 @@
 //! consumer polling for ever. Listings (Metadata for all topics) leave system topics out.
 
 use super::api::error;
-use super::records::Refusal;
+use super::api::Refusal;
 use crate::meta::config::BrokerConfig;
 use crate::model::name::shown;
 

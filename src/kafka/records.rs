@@ -41,8 +41,7 @@ pub struct Record {
     pub headers: Vec<(Bytes, Option<Bytes>)>,
 }
 
-/// Why a batch was refused: the Kafka error code and a message for the client.
-pub type Refusal = (i16, String);
+pub use super::api::Refusal;
 
 fn refuse<T>(code: i16, why: impl Into<String>) -> Result<T, Refusal> {
     Err((code, why.into()))

@@ -2,7 +2,9 @@
 //! as v0 with UNSUPPORTED_VERSION and our list, so the client can retry lower).
 //!
 //! Not advertised (a client that needs them fails fast): transactions (AddPartitionsToTxn,
-//! AddOffsetsToTxn, EndTxn, TxnOffsetCommit), KIP-848 ConsumerGroupHeartbeat, SASL.
+//! AddOffsetsToTxn, EndTxn, TxnOffsetCommit), KIP-848 ConsumerGroupHeartbeat; SaslHandshake and
+//! SaslAuthenticate only with `aclEnable=true` (`sasl.rs`); SaslHandshake v0
+//! (raw SASL tokens: every client we test uses v1 and SaslAuthenticate).
 
 use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -33,6 +35,8 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The advertised range of `key`, if it is served at all.
@@ -40,10 +44,16 @@ pub fn range(key: ApiKey) -> Option<(i16, i16)> {
     ADVERTISED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| (*min, *max))
 }
 
-/// The ApiVersions body: every advertised range (the same list for every version served).
-pub fn api_versions() -> ApiVersionsResponse {
+/// The SASL APIs: advertised only where `aclEnable=true` makes clients authenticate (elsewhere
+/// they answer ILLEGAL_SASL_STATE, as Kafka's on a listener without SASL).
+const SASL: [ApiKey; 2] = [ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+
+/// The ApiVersions body: every advertised range (the same list for every version served), the
+/// SASL ones when `sasl`.
+pub fn api_versions(sasl: bool) -> ApiVersionsResponse {
     let api_keys = ADVERTISED
         .iter()
+        .filter(|(k, _, _)| sasl || !SASL.contains(k))
         .map(|(k, min, max)| {
             ApiVersion::default().with_api_key(*k as i16).with_min_version(*min).with_max_version(*max)
         })

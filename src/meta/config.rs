@@ -279,14 +279,6 @@ impl BrokerConfig {
                 "aclEnable=true reads <rocketmqHome>/conf/plain_acl.yml: set rocketmqHome (or ROCKETMQ_HOME)",
             );
         }
-        if self.acl_enable && self.kafka_listen_port != 0 && !self.is_slave() {
-            // The Kafka door has no SASL or ACL yet: Kafka clients would bypass every permission.
-            return refuse(
-                "kafkaListenPort",
-                "aclEnable=true is not enforced on the Kafka listener (no SASL/ACL there yet), so Kafka clients \
-                 would read and write every topic: set kafkaListenPort=0 or aclEnable=false",
-            );
-        }
         if self.store_path_commit_log.contains(',') {
             return refuse("storePathCommitLog", "several CommitLog directories are not supported yet");
         }

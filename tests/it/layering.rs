@@ -331,15 +331,7 @@ fn the_documented_layers_name_real_areas() {
     }
 }
 
-/// The cycles that remain in files other engineers are changing (#26.5), each with the edge to
-/// cut. A cycle not listed here fails `no_new_file_level_import_cycle`.
-const KNOWN_CYCLES: &[(&str, &str)] = &[
-    // records.rs calls inflate::inflate; inflate.rs names records::Refusal for its errors. Cut
-    // inflate.rs -> records.rs: the refusal type belongs in inflate.rs (or kafka/api.rs), and
-    // records.rs maps it. kafka/ is being reworked for #26 (SASL, the shared core).
-    ("src/kafka/inflate.rs", "src/kafka/records.rs"),
-];
-
+/// Every cycle of the file-level import graph (strongly connected components of more than one file).
 fn cycles() -> Vec<Vec<String>> {
     let modules = modules();
     let graph = import_graph();
@@ -424,20 +416,8 @@ fn describe(cycle: &[String]) -> String {
     edges.join("\n")
 }
 
-fn is_known(cycle: &[String]) -> bool {
-    cycle.iter().all(|f| KNOWN_CYCLES.iter().any(|(a, b)| a == f || b == f))
-        && KNOWN_CYCLES.iter().any(|(a, b)| cycle.iter().any(|f| f == a) && cycle.iter().any(|f| f == b))
-}
-
+/// The "Done when": the file-level import graph of `src/` has no cycle.
 #[test]
-fn no_new_file_level_import_cycle() {
-    let new: Vec<String> =
-        cycles().iter().filter(|c| !is_known(c)).map(|c| format!("{}:\n{}", c.join(" <-> "), describe(c))).collect();
-    assert!(new.is_empty(), "file-level import cycles in src/:\n{}", new.join("\n"));
-}
-
-#[test]
-#[ignore = "KNOWN_CYCLES lists cycles inside files the #26 transport/core work is changing"]
 fn no_file_level_import_cycle() {
     let all: Vec<String> = cycles().iter().map(|c| format!("{}:\n{}", c.join(" <-> "), describe(c))).collect();
     assert!(all.is_empty(), "file-level import cycles in src/:\n{}", all.join("\n"));

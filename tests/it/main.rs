@@ -20,6 +20,7 @@ mod hostile_timers;
 mod hostile_txn;
 mod java_config;
 mod kafka;
+mod kafka_sasl;
 mod layering;
 mod metrics;
 mod namesrv;
