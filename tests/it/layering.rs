@@ -185,3 +185,8 @@ fn the_rocketmq_side_never_uses_the_kafka_codec() {
 fn the_frame_limit_default_is_the_codecs() {
     assert_eq!(ferrocket::meta::config::DEFAULT_MAX_FRAME, ferrocket::protocol::frame::DEFAULT_MAX_FRAME);
 }
+
+#[test]
+fn net_imports_no_protocol_server_or_store() {
+    assert_imports_nothing_of("net", &["protocol", "remoting", "broker", "kafka", "ha", "store", "meta", "namesrv"]);
+}

@@ -19,6 +19,7 @@ mod hostile_timers;
 mod hostile_txn;
 mod java_config;
 mod kafka;
+mod kafka_tls;
 mod layering;
 mod metrics;
 mod namesrv;
