@@ -2,10 +2,12 @@
 //! the same store.
 //!
 //! ```text
+//!            properties (.properties text), telemetry  <-  net (accept loop, limits, TLS)
+//!            net  <-  remoting, kafka, ha
 //!            model  <-  protocol  <-  remoting  <-  namesrv, broker
 //!            model  <-  store     <-  ha, meta, broker, kafka
 //!            model, store  <-  meta (broker.conf, topics, groups, offsets, arrivals)  <-  broker, kafka
-//!            kafka (Kafka codec and handlers)  <-  broker (starts it beside the RocketMQ listener)
+//!            broker, kafka  <-  node (the composition root: binds the broker, starts every door)  <-  main
 //!            filter (SQL92 selectors: std and nom only)  <-  store, broker
 //!            model, persist  <-  acl (plain_acl.yml accounts, signatures, permissions)  <-  broker
 //! ```
@@ -23,7 +25,10 @@ pub mod kafka;
 pub mod meta;
 pub mod model;
 pub mod namesrv;
+pub mod net;
+pub mod node;
 pub mod persist;
+pub mod properties;
 pub mod protocol;
 pub mod remoting;
 pub mod shutdown;

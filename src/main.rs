@@ -6,8 +6,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use ferrocket::broker::{Broker, BrokerConfig};
+use ferrocket::broker::BrokerConfig;
 use ferrocket::namesrv::{NameServer, NamesrvConfig};
+use ferrocket::node::BrokerNode;
 
 /// mimalloc instead of glibc's malloc: the request path allocates small short-lived buffers and
 /// maps on tokio's worker threads, where glibc spent ~11% of the broker's CPU (perf, 1 KiB sync
@@ -180,7 +181,7 @@ fn run() -> anyhow::Result<()> {
         Command::Namesrv { config_file, print_config } => {
             let config = load_namesrv(config_file.as_deref())?;
             if print_config {
-                print!("{}", ferrocket::config::to_properties(&config.entries()));
+                print!("{}", ferrocket::properties::to_properties(&config.entries()));
                 return Ok(());
             }
             serve(|shutdown| async move {
@@ -193,11 +194,11 @@ fn run() -> anyhow::Result<()> {
             let config = load_broker(config_file.as_deref(), namesrv_addr.as_deref())?;
             if print_config || print_important {
                 let entries = if print_important { config.important_entries() } else { config.entries() };
-                print!("{}", ferrocket::config::to_properties(&entries));
+                print!("{}", ferrocket::properties::to_properties(&entries));
                 return Ok(());
             }
             serve(|shutdown| async move {
-                let broker = Broker::bind(config).await.context("broker failed to start")?;
+                let broker = BrokerNode::bind(config).await.context("broker failed to start")?;
                 broker.run(shutdown).await;
                 Ok(())
             })
@@ -210,8 +211,8 @@ fn run() -> anyhow::Result<()> {
                 broker.namesrv_addr = namesrv_addr;
             }
             if print_config {
-                print!("# namesrv\n{}", ferrocket::config::to_properties(&ns.entries()));
-                print!("# broker\n{}", ferrocket::config::to_properties(&broker.entries()));
+                print!("# namesrv\n{}", ferrocket::properties::to_properties(&ns.entries()));
+                print!("# broker\n{}", ferrocket::properties::to_properties(&broker.entries()));
                 return Ok(());
             }
             serve(|shutdown| async move {
@@ -219,7 +220,7 @@ fn run() -> anyhow::Result<()> {
                 let ns_shutdown = CancellationToken::new();
                 let namesrv = NameServer::bind(ns).await.context("namesrv failed to start")?;
                 let ns_task = tokio::spawn(namesrv.run(ns_shutdown.clone()));
-                let result = match Broker::bind(broker).await {
+                let result = match BrokerNode::bind(broker).await {
                     Ok(broker) => {
                         broker.run(shutdown).await;
                         Ok(())

@@ -2,9 +2,9 @@
 //! `Configuration.persist` to `brokerConfigPath`, which `-c` sets), so that a restart keeps
 //! them. Unlike Java, which rewrites the file with every key it knows, the file keeps its
 //! comments and layout: changed keys are replaced in place or appended
-//! (`config::merge_properties`), atomically, with the previous file kept as `.bak`.
+//! (`properties::merge_properties`), atomically, with the previous file kept as `.bak`.
 //!
-//! May import: `crate::config`, `crate::persist`.
+//! May import: `crate::properties`, `crate::persist`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,7 +34,7 @@ impl BrokerConfigFile {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                crate::config::merge_properties(&text, &updates)
+                crate::properties::merge_properties(&text, &updates)
             };
             ConfigFile::new(path, Box::new(snapshot))
         });

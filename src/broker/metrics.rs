@@ -1,12 +1,11 @@
 //! The broker's metrics: its labels (`Node`), the scrape-time gauges (Java's observable gauges:
-//! topics, groups, permission, connections, consumer lag, storage, held pulls, HA lag) and the
+//! topics, groups, permission, client connections, consumer lag, storage, held pulls, HA lag) and the
 //! endpoint. Hot-path counters (messages in/out, RPC latency) are recorded where they happen,
 //! through `telemetry`'s cached handles.
 //!
 //! May import: `crate::telemetry`, `super` (the broker's state).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use metrics::Label;
@@ -28,15 +27,13 @@ pub fn node(config: &super::BrokerConfig) -> Option<Arc<Node>> {
 }
 
 /// Serves `/metrics` and keeps this broker's gauges up to date at every scrape, until `shutdown`.
-/// `connections`: the open-connection counters of its remoting ports.
-pub async fn start(inner: &Arc<BrokerInner>, connections: Vec<Arc<AtomicUsize>>, shutdown: CancellationToken) {
-    let Some(node) = inner.metrics.clone() else { return };
+/// (Connection counts are published per listener by `net`, under the same labels.)
+pub async fn start(inner: &Arc<BrokerInner>, shutdown: CancellationToken) {
+    if inner.metrics.is_none() {
+        return;
+    }
     let weak = Arc::downgrade(inner);
-    let collector = telemetry::on_scrape(move || {
-        let open: usize = connections.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        gauge(&node, names::CONNECTIONS, vec![], open as f64);
-        collect(&weak);
-    });
+    let collector = telemetry::on_scrape(move || collect(&weak));
     let c = &inner.config;
     telemetry::http::serve(&c.metrics_prom_exporter_host, c.metrics_prom_exporter_port, shutdown.clone()).await;
     tokio::spawn(async move {

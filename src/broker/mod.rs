@@ -2,8 +2,9 @@
 //! consumer offsets and groups, registers with the NameServers.
 //!
 //! May import: `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
-//! `crate::config`, `crate::persist`, `crate::acl` (aclEnable), `crate::meta` (topics, groups, offsets, config, arrivals:
-//! shared with the Kafka front end) and `crate::kafka` (started beside the RocketMQ listener).
+//! `crate::config`, `crate::properties`, `crate::persist`, `crate::acl` (aclEnable), `crate::meta` (topics, groups,
+//! offsets, config, arrivals: shared with the Kafka front end), `crate::net` (listeners, TLS), `crate::ha`.
+//! Never the Kafka front end: the composition root (`node.rs`) starts it beside the broker.
 //! `convert.rs` is the only bridge between wire and store types.
 //!
 //! ```text
@@ -41,6 +42,8 @@ use tracing::{error, info, warn};
 
 pub use config::BrokerConfig;
 
+use crate::net::tls::{tls_settings, TlsClient, TlsError, TlsServer};
+use crate::net::{Listener, ListenerConfig, ListenerKind};
 use crate::protocol::{FrameLimits, RemotingCommand, RequestCode};
 use crate::remoting::{ConnectionOptions, NoCallbacks, RemotingClient, RemotingServer, ServerConfig};
 use crate::store::{MessageStore, StoreError};
@@ -128,16 +131,42 @@ pub struct Broker {
     /// and by clients with sendMessageWithVIPChannel.
     vip_server: Option<RemotingServer>,
     ha_listener: Option<tokio::net::TcpListener>,
-    /// `kafkaListenPort` on a master: the Kafka front end over the same store.
-    kafka: Option<(Arc<crate::kafka::Kafka>, tokio::net::TcpListener)>,
-    /// TLS on the HA port too (`tls.server.mode`).
-    tls_server: Option<Arc<crate::remoting::tls::TlsServer>>,
+    /// TLS on the HA (and Kafka) port too (`tls.server.mode`).
+    tls_server: Option<Arc<TlsServer>>,
     inner: Arc<BrokerInner>,
 }
 
+/// Listening sockets bound by the caller (a test harness binding port 0, so no port is picked
+/// and then lost to somebody else); `None`: bound here from the config's ports.
+#[derive(Default)]
+pub struct Sockets {
+    /// `listenPort`: its port becomes the config's `listenPort` (registration, message ids).
+    pub remoting: Option<tokio::net::TcpListener>,
+    /// The VIP port; with `remoting` given and this `None`, there is no VIP port.
+    pub vip: Option<tokio::net::TcpListener>,
+    /// `haListenPort` (masters); its port becomes the config's `haListenPort`.
+    pub ha: Option<tokio::net::TcpListener>,
+}
+
 impl Broker {
-    /// Opens (and recovers) the store, loads the config files and binds the listen port.
+    /// Opens (and recovers) the store, loads the config files and binds the listen ports.
     pub async fn bind(config: BrokerConfig) -> Result<Self, StartError> {
+        Self::bind_with(config, Sockets::default()).await
+    }
+
+    /// As [`Self::bind`], on sockets the caller bound where it gave them.
+    pub async fn bind_with(mut config: BrokerConfig, sockets: Sockets) -> Result<Self, StartError> {
+        let port = |l: &tokio::net::TcpListener| {
+            l.local_addr()
+                .map(|a| a.port())
+                .map_err(|source| StartError::Bind { addr: "a given socket".into(), source })
+        };
+        if let Some(l) = &sockets.remoting {
+            config.listen_port = port(l)?;
+        }
+        if let Some(l) = &sockets.ha {
+            config.ha_listen_port = port(l)?;
+        }
         let store_host: SocketAddr =
             config.broker_addr().parse().map_err(|_| StartError::BadAddress(config.broker_addr()))?;
         let store_config = config.store_config();
@@ -159,12 +188,10 @@ impl Broker {
                 timer_arrived.notify_one();
             }
         }));
-        let tls = crate::config::tls_settings(&config.entries())
-            .map_err(|e| StartError::Config { what: "the TLS settings", why: e.to_string() })?;
-        let tls_error =
-            |e: crate::remoting::tls::TlsError| StartError::Config { what: "the TLS settings", why: e.to_string() };
-        let tls_server = crate::remoting::tls::TlsServer::new(&tls).map_err(tls_error)?;
-        let tls_client = crate::remoting::tls::TlsClient::new(&tls).map_err(tls_error)?;
+        let tls_error = |e: TlsError| StartError::Config { what: "the TLS settings", why: e.to_string() };
+        let tls = tls_settings(&config.entries()).map_err(tls_error)?;
+        let tls_server = TlsServer::new(&tls).map_err(tls_error)?;
+        let tls_client = TlsClient::new(&tls).map_err(tls_error)?;
         let addr = format!("{}:{}", config.bind_address, config.listen_port);
         let server_config = ServerConfig {
             connection: ConnectionOptions {
@@ -176,12 +203,24 @@ impl Broker {
             },
             max_connections: config.max_connections,
         };
-        let server = RemotingServer::bind(&addr, server_config)
-            .await
-            .map_err(|source| StartError::Bind { addr, source })?
-            .with_tls(tls_server.clone());
-        let vip_server = match config.listen_port.checked_sub(2).filter(|p| *p > 0) {
-            Some(port) => {
+        let metrics_node = metrics::node(&config);
+        // A given client port comes with its VIP port or none (listenPort - 2 is nobody's to take).
+        let remoting_given = sockets.remoting.is_some();
+        let server = match sockets.remoting {
+            Some(l) => RemotingServer::from_listener(l, server_config),
+            None => {
+                RemotingServer::bind(&addr, server_config).await.map_err(|source| StartError::Bind { addr, source })?
+            }
+        }
+        .with_tls(tls_server.clone())
+        .with_metrics(ListenerKind::Remoting, metrics_node.clone());
+        let vip_given =
+            sockets.vip.map(|l| RemotingServer::from_listener(l, server_config).with_tls(tls_server.clone()));
+        let vip_port = config.listen_port.checked_sub(2).filter(|p| *p > 0 && !remoting_given);
+        let vip_server = match (vip_given, vip_port) {
+            (Some(s), _) => Some(s),
+            (None, None) => None,
+            (None, Some(port)) => {
                 let vip_addr = format!("{}:{port}", config.bind_address);
                 match RemotingServer::bind(&vip_addr, server_config).await {
                     Ok(s) => Some(s.with_tls(tls_server.clone())),
@@ -191,17 +230,22 @@ impl Broker {
                     }
                 }
             }
-            None => None,
-        };
+        }
+        .map(|s| s.with_metrics(ListenerKind::Vip, metrics_node.clone()));
         let (ha_service, ha_client, ha_listener) = if config.is_slave() {
             let master = (!config.ha_master_address.is_empty()).then(|| config.ha_master_address.clone());
             (None, Some(crate::ha::HaClient::new(store.clone(), master, tls_client.clone())), None)
         } else {
-            let ha_port = config.ha_server_addr().rsplit(':').next().unwrap_or("0").to_owned();
-            let ha_addr = format!("{}:{ha_port}", config.bind_address);
-            let listener = tokio::net::TcpListener::bind(&ha_addr)
-                .await
-                .map_err(|source| StartError::Bind { addr: ha_addr, source })?;
+            let listener = match sockets.ha {
+                Some(l) => l,
+                None => {
+                    let ha_port = config.ha_server_addr().rsplit(':').next().unwrap_or("0").to_owned();
+                    let ha_addr = format!("{}:{ha_port}", config.bind_address);
+                    tokio::net::TcpListener::bind(&ha_addr)
+                        .await
+                        .map_err(|source| StartError::Bind { addr: ha_addr, source })?
+                }
+            };
             (Some(crate::ha::HaService::new(store.clone(), config.ha_max_gap_not_in_sync)), None, Some(listener))
         };
         let outbound = RemotingClient::new(
@@ -220,7 +264,7 @@ impl Broker {
         };
         let config_path = (!config.broker_config_path.is_empty()).then(|| PathBuf::from(&config.broker_config_path));
         let core = Arc::new(crate::core::Core::new(crate::core::Parts {
-            metrics: metrics::node(&config),
+            metrics: metrics_node,
             config,
             store,
             topics,
@@ -261,8 +305,12 @@ impl Broker {
                 inner.learn_topic(&topic, queue_id);
             }
         }
-        let kafka = bind_kafka(&inner).await?;
-        Ok(Self { server, vip_server, ha_listener, kafka, tls_server, inner })
+        Ok(Self { server, vip_server, ha_listener, tls_server, inner })
+    }
+
+    /// TLS as `tls.server.mode` says, for the other doors of this process (Kafka).
+    pub fn tls_server(&self) -> Option<Arc<TlsServer>> {
+        self.tls_server.clone()
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -275,7 +323,12 @@ impl Broker {
 
     /// Serves until `shutdown`, then unregisters, persists and shuts the store down cleanly.
     pub async fn run(self, shutdown: CancellationToken) {
-        let tracker = TaskTracker::new();
+        self.run_on(shutdown, TaskTracker::new()).await
+    }
+
+    /// As [`Self::run`], on `tracker`: what else the caller runs there (another front end on
+    /// this broker's state) has ended before the store shuts down.
+    pub async fn run_on(self, shutdown: CancellationToken, tracker: TaskTracker) {
         let inner = self.inner.clone();
         let addr = self.server.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(
@@ -286,19 +339,23 @@ impl Broker {
             "ferrocket broker started"
         );
         inner.persist_topics().await;
-        let connections = std::iter::once(&self.server).chain(self.vip_server.as_ref()).map(|s| s.open_connections());
-        metrics::start(&inner, connections.collect(), shutdown.clone()).await;
+        metrics::start(&inner, shutdown.clone()).await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
         tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
         if let Some(acl) = inner.acl.clone() {
             tracker.spawn(acl::watch(acl, shutdown.clone()));
         }
         if let (Some(ha), Some(listener)) = (inner.ha_service.clone(), self.ha_listener) {
-            let (stop, ha_tracker, ha_tls) = (shutdown.clone(), tracker.clone(), self.tls_server.clone());
+            let (stop, ha_tracker) = (shutdown.clone(), tracker.clone());
+            let mut ha_config = ListenerConfig::new(ListenerKind::Ha);
+            ha_config.max_connections = inner.config.max_connections;
+            ha_config.tls = self.tls_server.clone();
+            ha_config.metrics = inner.metrics.clone();
+            crate::ha::HaService::listener_timeouts(&mut ha_config);
             let started = listener.into_std().and_then(|std| {
                 crate::ha::spawn_thread("ferrocket-ha-master", move || async move {
                     match tokio::net::TcpListener::from_std(std) {
-                        Ok(listener) => ha.serve(listener, ha_tls, stop, ha_tracker).await,
+                        Ok(listener) => ha.serve(Listener::new(listener, ha_config), stop, ha_tracker).await,
                         Err(e) => error!(error = %e, "HA listener unusable; no slave can connect"),
                     }
                 })
@@ -339,9 +396,6 @@ impl Broker {
                 }
             }
         }
-        if let Some((kafka, listener)) = self.kafka {
-            tracker.spawn(kafka.serve(listener, shutdown.clone(), tracker.clone()));
-        }
         let processor = Arc::new(processor::BrokerProcessor::new(inner.clone()));
         if let Some(vip) = self.vip_server {
             tracker.spawn(vip.serve(processor.clone(), shutdown.clone(), tracker.clone()));
@@ -361,25 +415,6 @@ impl Broker {
         }
         info!(addr, "ferrocket broker stopped");
     }
-}
-
-/// The Kafka listener (`kafkaListenPort`, masters only) and its handlers' state.
-async fn bind_kafka(
-    inner: &Arc<BrokerInner>,
-) -> Result<Option<(Arc<crate::kafka::Kafka>, tokio::net::TcpListener)>, StartError> {
-    let c = &inner.config;
-    if c.kafka_listen_port == 0 {
-        return Ok(None);
-    }
-    if c.is_slave() {
-        info!(port = c.kafka_listen_port, "kafkaListenPort ignored on a slave: Kafka clients use the master");
-        return Ok(None);
-    }
-    let shared = inner.core.clone();
-    let kafka = crate::kafka::Kafka::new(shared).map_err(|why| StartError::Config { what: "Kafka listener", why })?;
-    let addr = format!("{}:{}", c.bind_address, c.kafka_listen_port);
-    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Bind { addr, source })?;
-    Ok(Some((kafka, listener)))
 }
 
 /// At shutdown, after every request task ended. Failed writes are logged by the writers.

@@ -17,15 +17,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Buf;
+use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpListener;
+
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use super::wire::{encode_header, REPORT_LEN, TRANSFER_BATCH};
-use crate::remoting::tls::{Accepted, TlsServer};
+use crate::net::{Listener, ListenerConfig, Stream};
 use crate::store::MessageStore;
 
 /// `haSendHeartbeatInterval`.
@@ -157,54 +158,30 @@ impl HaService {
         }
     }
 
-    /// Accepts slaves on `listener` until `shutdown`; over TLS as `tls` says (a Java slave's
-    /// first bytes are an offset report, never a TLS record, so permissive mode serves both).
-    pub async fn serve(
-        self: Arc<Self>,
-        listener: TcpListener,
-        tls: Option<Arc<TlsServer>>,
-        shutdown: CancellationToken,
-        tracker: TaskTracker,
-    ) {
-        loop {
-            let accepted = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                a = listener.accept() => a,
-            };
-            match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    info!(slave = %peer, "slave connected for replication");
-                    let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-                    let me = self.clone();
-                    let stop = shutdown.child_token();
-                    let tls = tls.clone();
-                    tracker.spawn(async move {
-                        let served = match tls {
-                            None => me.clone().serve_slave(id, stream, stop).await,
-                            // A slave's first report may come a heartbeat interval after it connects.
-                            Some(tls) => match tokio::time::timeout(HOUSEKEEPING, tls.accept(stream)).await {
-                                Ok(Ok(Accepted::Plain(s))) => me.clone().serve_slave(id, s, stop).await,
-                                Ok(Ok(Accepted::Tls(s))) => me.clone().serve_slave(id, *s, stop).await,
-                                Ok(Err(e)) => Err(e),
-                                Err(_) => Err(std::io::Error::new(
-                                    std::io::ErrorKind::TimedOut,
-                                    "no first byte or TLS handshake within 20 s",
-                                )),
-                            },
-                        };
-                        if let Err(e) = served {
-                            warn!(slave = %peer, error = %e, "replication connection closed");
-                        }
-                        me.acks().remove(&id);
-                    });
+    /// Serves slaves accepted by `listener` until `shutdown`; over TLS as the listener's
+    /// `tls.server.mode` says (a Java slave's first bytes are an offset report, never a TLS
+    /// record, so permissive mode serves both).
+    pub async fn serve(self: Arc<Self>, listener: Listener, shutdown: CancellationToken, tracker: TaskTracker) {
+        let stop = shutdown.clone();
+        let serve = move |stream: Stream, peer: SocketAddr| {
+            let (me, stop) = (self.clone(), stop.child_token());
+            async move {
+                info!(slave = %peer, "slave connected for replication");
+                let id = me.next_id.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = me.clone().serve_slave(id, stream, stop).await {
+                    warn!(slave = %peer, error = %e, "replication connection closed");
                 }
-                Err(e) => {
-                    warn!(error = %e, "HA accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                me.acks().remove(&id);
             }
-        }
+        };
+        listener.serve(serve, shutdown, tracker).await;
+    }
+
+    /// How the HA listener accepts: a slave's first report may come a heartbeat interval
+    /// after it connects; one silent for the housekeeping interval is dropped.
+    pub fn listener_timeouts(config: &mut ListenerConfig) {
+        config.first_byte_timeout = Some(HOUSEKEEPING);
+        config.handshake_timeout = HOUSEKEEPING;
     }
 
     async fn serve_slave<S>(self: Arc<Self>, id: u64, stream: S, stop: CancellationToken) -> std::io::Result<()>

@@ -1,7 +1,7 @@
 //! Master/slave replication, the classic RocketMQ HA protocol (`DefaultHAService`): raw TCP on
 //! `haListenPort`, no remoting frames.
 //!
-//! May import: `crate::store`, `crate::model`, `crate::remoting::tls` (TLS on the HA port).
+//! May import: `crate::store`, `crate::model`, `crate::net` (the HA listener, TLS on the HA port).
 //!
 //! ```text
 //! slave  -> master  report   slaveMaxPhyOffset:i64                     (every 5 s, and after each frame)

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::wire::{decode_header, HEADER_LEN, TRANSFER_BATCH};
-use crate::remoting::tls::TlsClient;
+use crate::net::tls::TlsClient;
 use crate::store::MessageStore;
 
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);

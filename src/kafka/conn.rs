@@ -20,8 +20,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
 use kafka_protocol::protocol::Decodable;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -33,9 +32,13 @@ use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, K
 /// Kafka's `socket.request.max.bytes`.
 pub const MAX_REQUEST: usize = 100 * 1024 * 1024;
 
-pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown: CancellationToken) {
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::with_capacity(64 * 1024, read);
+/// Serves one connection, plaintext or TLS: one request at a time, so reads and writes never
+/// overlap and the stream is not split.
+pub async fn serve<S>(k: Arc<Kafka>, stream: S, peer: SocketAddr, shutdown: CancellationToken)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut read = BufReader::with_capacity(64 * 1024, stream);
     let idle = match k.shared.config.kafka_connections_max_idle_ms {
         0 => Duration::MAX,
         ms => Duration::from_millis(ms),
@@ -70,7 +73,8 @@ pub async fn serve(k: Arc<Kafka>, stream: TcpStream, peer: SocketAddr, shutdown:
             }
         };
         if let Some(frame) = reply {
-            if write.write_all(&frame).await.is_err() {
+            // TLS buffers what it writes: flush (a no-op on a plain socket).
+            if read.write_all(&frame).await.is_err() || read.flush().await.is_err() {
                 return;
             }
         }

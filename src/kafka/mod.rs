@@ -5,7 +5,8 @@
 //!
 //! May import: `crate::core` (append, waits, the managers), `crate::model`, `crate::store`,
 //! `crate::meta`, `crate::persist`, `crate::telemetry`, `crate::acl` (accounts and permissions,
-//! for SASL and authorization). Never the broker (which starts it), the RocketMQ codec
+//! for SASL and authorization), `crate::net` (the listener, TLS). Never the broker (which
+//! starts it: `node.rs`), the RocketMQ codec
 //! (`protocol`) or transport (`remoting`): tests/it/layering.rs checks it.
 //!
 //! ```text
@@ -49,12 +50,14 @@ mod sasl;
 mod sasl_scram;
 mod versions;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::info;
+
+use crate::net::{Listener, Stream};
 
 /// What the Kafka handlers share with the RocketMQ side: the broker's [`Core`](crate::core::Core).
 pub type Shared = crate::core::Core;
@@ -116,39 +119,14 @@ impl Kafka {
         }))
     }
 
-    /// Accepts Kafka connections until `shutdown`; each is served by its own task.
-    pub async fn serve(self: Arc<Self>, listener: TcpListener, shutdown: CancellationToken, tracker: TaskTracker) {
+    /// Serves Kafka connections accepted by `listener` (`maxConnections`, TLS as
+    /// `tls.server.mode` says: `SSL`/`SASL_SSL` clients) until `shutdown`.
+    pub async fn serve(self: Arc<Self>, listener: Listener, shutdown: CancellationToken, tracker: TaskTracker) {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
-        // `maxConnections`, as on the RocketMQ listeners: further connections wait in the backlog.
         tracker.spawn(retention::run(self.clone(), shutdown.clone()));
-        let permits = Arc::new(tokio::sync::Semaphore::new(self.shared.config.max_connections.max(1)));
-        loop {
-            let permit = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                p = permits.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
-                },
-            };
-            let accepted = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                a = listener.accept() => a,
-            };
-            match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let (k, stop) = (self.clone(), shutdown.clone());
-                    tracker.spawn(async move {
-                        conn::serve(k, stream, peer, stop).await;
-                        drop(permit);
-                    });
-                }
-                Err(e) => {
-                    warn!(addr, error = %e, "Kafka listener: accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            }
-        }
+        let stop = shutdown.clone();
+        let serve = move |stream: Stream, peer: SocketAddr| conn::serve(self.clone(), stream, peer, stop.clone());
+        listener.serve(serve, shutdown, tracker).await;
     }
 }

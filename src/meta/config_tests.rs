@@ -37,12 +37,12 @@ fn tls_keys_load_into_the_nested_struct_and_come_back_in_entries() {
     assert_eq!((c.tls.server_mode.as_str(), c.tls.server_cert_path.as_str()), ("enforcing", "/c.pem"));
     let entries = c.entries();
     assert!(entries.iter().any(|(k, v)| *k == "tls.server.mode" && v == "enforcing"));
-    let tls = crate::config::tls_settings(&entries).unwrap();
+    let tls = crate::net::tls::tls_settings(&entries).unwrap();
     // (meta may not name remoting's types: the mode is checked by its name.)
     assert_eq!(format!("{:?}", tls.mode), "Enforcing");
     assert_eq!(tls.server_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
     std::fs::write(&path, "tls.server.mode=sometimes\n").unwrap();
     let bad = BrokerConfig::load(Some(&path), None).unwrap();
-    let err = crate::config::tls_settings(&bad.entries()).unwrap_err().to_string();
+    let err = crate::net::tls::tls_settings(&bad.entries()).unwrap_err().to_string();
     assert!(err.contains("tls.server.mode"), "{err}");
 }

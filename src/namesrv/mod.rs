@@ -64,8 +64,8 @@ impl NameServer {
             },
             max_connections: config.max_connections,
         };
-        let tls = crate::config::tls_settings(&config.entries()).map_err(|e| StartError::Tls(e.to_string()))?;
-        let tls = crate::remoting::tls::TlsServer::new(&tls).map_err(|e| StartError::Tls(e.to_string()))?;
+        let tls = crate::net::tls::tls_settings(&config.entries()).map_err(|e| StartError::Tls(e.to_string()))?;
+        let tls = crate::net::tls::TlsServer::new(&tls).map_err(|e| StartError::Tls(e.to_string()))?;
         let server = RemotingServer::bind(&addr, server_config)
             .await
             .map_err(|source| StartError::Bind { addr: addr.clone(), source })?

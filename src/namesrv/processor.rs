@@ -91,7 +91,7 @@ impl NamesrvProcessor {
                     (source.read().unwrap_or_else(|e| e.into_inner()), keys.lock().unwrap_or_else(|e| e.into_inner()));
                 c.entries().into_iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.to_owned(), v)).collect()
             };
-            crate::config::merge_properties(&text, &changed)
+            crate::properties::merge_properties(&text, &changed)
         };
         Self {
             routes: RwLock::new(RouteInfoManager::new()),
@@ -175,7 +175,7 @@ impl NamesrvProcessor {
             RequestCode::DELETE_KV_CONFIG => self.delete_kv_config(req).await,
             RequestCode::GET_KVLIST_BY_NAMESPACE => self.get_kvlist_by_namespace(req),
             RequestCode::GET_NAMESRV_CONFIG => {
-                Ok(ok(req).with_body(crate::config::to_properties(&self.config().entries())))
+                Ok(ok(req).with_body(crate::properties::to_properties(&self.config().entries())))
             }
             RequestCode::UPDATE_NAMESRV_CONFIG => self.update_namesrv_config(req).await,
             code => Ok(RemotingCommand::error_response(
@@ -390,7 +390,7 @@ impl NamesrvProcessor {
 
     async fn update_namesrv_config(&self, req: &RemotingCommand) -> Handled {
         let text = String::from_utf8_lossy(&req.body);
-        let pairs = crate::config::parse_properties(text.as_bytes());
+        let pairs = crate::properties::parse_properties(text.as_bytes());
         {
             // Read, change and store under one lock: concurrent updates never lose each other's keys.
             let mut current = self.config.write().unwrap_or_else(|e| e.into_inner());

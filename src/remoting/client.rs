@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connection::{Connection, ConnectionOptions, RequestHandler};
-use super::tls::TlsClient;
 use super::RemotingError;
+use crate::net::tls::TlsClient;
 use crate::protocol::{FrameLimits, RemotingCommand};
 
 /// Java's client connect timeout.

@@ -1,7 +1,8 @@
 //! Transport shared by the NameServer and the broker: the accept loop, per-connection reader and
 //! writer tasks, responses matched by opaque, and the outbound client.
 //!
-//! May import: `crate::protocol`, `crate::model`, `crate::shutdown`, `crate::telemetry`.
+//! May import: `crate::protocol`, `crate::model`, `crate::shutdown`, `crate::telemetry`, `crate::net`
+//! (accept loop, TLS).
 //!
 //! ```text
 //! socket --FramedRead--> reader task --request--> handler task (one per request) --+
@@ -17,7 +18,6 @@ mod client;
 mod connection;
 mod frame_writer;
 mod server;
-pub mod tls;
 
 pub use client::RemotingClient;
 pub use connection::{park_current_request, Connection, ConnectionOptions, RequestHandler};

@@ -1,17 +1,17 @@
-//! The accept loop: a bounded number of connections, each served by [`Connection`] tasks.
+//! The RocketMQ server: a `net::Listener` (accept loop, `maxConnections`, TLS, connection
+//! metrics) whose connections are served by [`Connection`] tasks.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, warn};
 
 use super::connection::{Connection, ConnectionOptions, RequestHandler};
-use super::tls::TlsServer;
+use crate::net::tls::TlsServer;
+use crate::net::{Listener, ListenerConfig, ListenerKind, ListenerStats, Stream};
 
 /// Transport settings of a server.
 #[derive(Clone, Copy, Debug)]
@@ -35,29 +35,40 @@ impl Default for ServerConfig {
 
 /// A bound listener, ready to serve.
 pub struct RemotingServer {
-    listener: TcpListener,
-    config: ServerConfig,
-    tls: Option<Arc<TlsServer>>,
-    /// Connections open right now.
-    open: Arc<AtomicUsize>,
+    listener: Listener,
+    connection: ConnectionOptions,
 }
-
-/// How long a peer has to finish its TLS handshake.
-const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl RemotingServer {
     pub async fn bind(addr: impl ToSocketAddrs, config: ServerConfig) -> std::io::Result<Self> {
-        Ok(Self { listener: TcpListener::bind(addr).await?, config, tls: None, open: Arc::default() })
+        Ok(Self::from_listener(TcpListener::bind(addr).await?, config))
     }
 
-    /// The number of connections open right now (for metrics), valid after `serve` starts.
-    pub fn open_connections(&self) -> Arc<AtomicUsize> {
-        self.open.clone()
+    /// Serves a socket bound elsewhere (the composition root, a test harness).
+    pub fn from_listener(socket: TcpListener, config: ServerConfig) -> Self {
+        let mut net = ListenerConfig::new(ListenerKind::Remoting);
+        net.max_connections = config.max_connections;
+        // A silent peer is closed after the idle time, before its first byte as after.
+        net.first_byte_timeout = config.connection.idle_timeout;
+        Self { listener: Listener::new(socket, net), connection: config.connection }
+    }
+
+    /// The connection counts (for metrics).
+    pub fn stats(&self) -> Arc<ListenerStats> {
+        self.listener.stats()
     }
 
     /// Serves TLS as `tls` says (`tls.server.mode`); `None` is plaintext only.
     pub fn with_tls(mut self, tls: Option<Arc<TlsServer>>) -> Self {
-        self.tls = tls;
+        self.listener.config_mut().tls = tls;
+        self
+    }
+
+    /// Which listener this is (`listener` label) and the labels of its connection metrics.
+    pub fn with_metrics(mut self, kind: ListenerKind, node: Option<Arc<crate::telemetry::Node>>) -> Self {
+        let config = self.listener.config_mut();
+        config.kind = kind;
+        config.metrics = node;
         self
     }
 
@@ -67,85 +78,23 @@ impl RemotingServer {
 
     /// Accepts connections until `shutdown` is cancelled. Connection tasks run on `tracker`.
     pub async fn serve<H: RequestHandler>(self, handler: Arc<H>, shutdown: CancellationToken, tracker: TaskTracker) {
-        let permits = Arc::new(Semaphore::new(self.config.max_connections));
-        loop {
-            let permit = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                p = permits.clone().acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => break,
-                },
+        let (options, t, stop) = (self.connection, tracker.clone(), shutdown.clone());
+        let serve = move |stream: Stream, peer: SocketAddr| {
+            let conn = match stream {
+                // The plain socket splits into owned halves (no lock between reader and writer).
+                Stream::Plain(tcp) => Connection::spawn(tcp, handler.clone(), options, &t, &stop),
+                tls => Ok(Connection::spawn_stream(tls, peer, handler.clone(), options, &t, &stop)),
             };
-            let accepted = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                a = self.listener.accept() => a,
-            };
-            let (stream, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // EMFILE and friends: back off briefly instead of spinning.
-                    error!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            if let Some(tls) = self.tls.clone() {
-                // The handshake (or the peek that tells plaintext from TLS) must not hold up the
-                // accept loop: it runs in the connection's own task.
-                let (handler, options, t, stop) =
-                    (handler.clone(), self.config.connection, tracker.clone(), shutdown.clone());
-                let open = self.open.clone();
-                tracker.spawn(async move {
-                    let _ = stream.set_nodelay(true);
-                    // A silent peer is closed after the idle time, as a plaintext one would be.
-                    let first = tls.starts_tls(&stream);
-                    let is_tls = match options.idle_timeout {
-                        Some(idle) => tokio::time::timeout(idle, first).await.map_err(|_| "idle"),
-                        None => Ok(first.await),
-                    };
-                    let conn = match is_tls {
-                        Err(_) => return info!(%peer, "closing idle connection before its first byte"),
-                        Ok(Err(e)) => return debug!(%peer, error = %e, "connection closed before its first byte"),
-                        Ok(Ok(false)) => Connection::spawn(stream, handler, options, &t, &stop),
-                        Ok(Ok(true)) => match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.handshake(stream)).await {
-                            Ok(Ok(s)) => {
-                                debug!(%peer, "TLS handshake done");
-                                Ok(Connection::spawn_stream(s, peer, handler, options, &t, &stop))
-                            }
-                            Ok(Err(e)) => Err(e),
-                            Err(_) => {
-                                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within 10 s"))
-                            }
-                        },
-                    };
-                    match conn {
-                        Ok(conn) => {
-                            debug!(id = conn.id(), %peer, "accepted connection");
-                            open.fetch_add(1, Ordering::Relaxed);
-                            conn.closed_signal().await;
-                            open.fetch_sub(1, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            warn!(%peer, error = %e, "closing connection: TLS handshake failed (tls.server.mode)")
-                        }
+            async move {
+                match conn {
+                    Ok(conn) => {
+                        debug!(id = conn.id(), %peer, "accepted connection");
+                        conn.closed_signal().await;
                     }
-                    drop(permit);
-                });
-                continue;
-            }
-            match Connection::spawn(stream, handler.clone(), self.config.connection, &tracker, &shutdown) {
-                Ok(conn) => {
-                    debug!(id = conn.id(), peer = %conn.peer(), "accepted connection");
-                    let (closed, open) = (conn.clone(), self.open.clone());
-                    open.fetch_add(1, Ordering::Relaxed);
-                    tracker.spawn(async move {
-                        closed.closed_signal().await;
-                        open.fetch_sub(1, Ordering::Relaxed);
-                        drop(permit);
-                    });
+                    Err(e) => warn!(%peer, error = %e, "dropping connection that closed during accept"),
                 }
-                Err(e) => warn!(error = %e, "dropping connection that closed during accept"),
             }
-        }
+        };
+        self.listener.serve(serve, shutdown, tracker).await;
     }
 }

@@ -43,8 +43,19 @@ pub const STORAGE_DISPATCH_BEHIND: &str = "rocketmq_storage_dispatch_behind_byte
 pub const GROUP_COMMIT_BATCH: &str = "ferrocket_group_commit_batch_size";
 /// Seconds one CommitLog flush (msync/fsync) took.
 pub const FLUSH_LATENCY: &str = "ferrocket_flush_latency_seconds";
-/// Remoting connections open (client and VIP ports).
+/// Connections open per listener (`listener`: remoting, vip, kafka, ha), TLS handshakes in
+/// progress included.
 pub const CONNECTIONS: &str = "ferrocket_connections";
+/// Connections accepted per listener.
+pub const CONNECTIONS_ACCEPTED: &str = "ferrocket_connections_accepted_total";
+/// Connections a listener closed before serving them (`reason`: idle, handshake).
+pub const CONNECTIONS_REFUSED: &str = "ferrocket_connections_refused_total";
+/// Times a listener reached `maxConnections` (further connections wait in the backlog).
+pub const CONNECTIONS_LIMIT_REACHED: &str = "ferrocket_connections_limit_reached_total";
+/// Label of the connection metrics: which listener.
+pub const LABEL_LISTENER: &str = "listener";
+/// Label of `ferrocket_connections_refused_total`: why.
+pub const LABEL_REASON: &str = "reason";
 /// CommitLog records the dispatcher left out of the consume queues (an illegal topic, or a
 /// dispatch that failed 30 times in a row).
 pub const DISPATCH_SKIPPED: &str = "ferrocket_dispatch_skipped_records";

@@ -1,16 +1,26 @@
 //! A broker on 127.0.0.1 with free ports, a store in a temporary directory and its own
-//! NameServer (or an existing one), for the integration tests.
+//! NameServer (or an existing one), for the integration tests. The harness binds every port
+//! itself (127.0.0.1:0) and hands the sockets to the composition root: no port is picked, let
+//! go and then taken by somebody else, so there is no retry.
 
 use std::time::Duration;
 
-use ferrocket::broker::{Broker, BrokerConfig};
+use ferrocket::broker::BrokerConfig;
+use ferrocket::node::{BrokerNode, Sockets};
 use ferrocket::protocol::RemotingCommand;
 use tokio_util::sync::CancellationToken;
 
 use super::support::*;
 
+/// `kafkaListenPort` for a Kafka listener on a port the harness binds (then in
+/// [`TestBroker::kafka_port`]); any other non-zero value is bound as it is (a restart on the
+/// port a previous broker had).
+pub const KAFKA_ANY_PORT: u16 = 1;
+
 pub struct TestBroker {
     pub addr: String,
+    /// The Kafka port, when the broker serves Kafka.
+    pub kafka_port: Option<u16>,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     pub ns: Option<TestNamesrv>,
@@ -18,8 +28,23 @@ pub struct TestBroker {
     pub inner: std::sync::Arc<ferrocket::broker::BrokerInner>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+async fn bind(port: u16) -> tokio::net::TcpListener {
+    tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap_or_else(|e| panic!("bind 127.0.0.1:{port}: {e}"))
+}
+
+/// A client port and its VIP port (listenPort - 2, where Java slaves and VIP-channel clients
+/// look for it), both held before the broker starts.
+async fn bind_with_vip() -> (tokio::net::TcpListener, tokio::net::TcpListener) {
+    for _ in 0..100 {
+        let remoting = bind(0).await;
+        let port = remoting.local_addr().unwrap().port();
+        if let Some(vip) = port.checked_sub(2).filter(|p| *p > 1024) {
+            if let Ok(vip) = tokio::net::TcpListener::bind(("127.0.0.1", vip)).await {
+                return (remoting, vip);
+            }
+        }
+    }
+    panic!("no free port P with P - 2 free in 100 tries");
 }
 
 pub async fn start_broker(dir: &std::path::Path, tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
@@ -49,23 +74,26 @@ pub async fn start_broker_on(
         ..BrokerConfig::default()
     };
     tweak(&mut base);
-    // Ports come from binding port 0 and letting go: another test (or a client's ephemeral
-    // port) can take one before the broker binds it. Then pick new ones; any other error fails.
-    let (broker, port) = loop {
-        let port = free_port();
-        let config = BrokerConfig { listen_port: port, ha_listen_port: free_port(), ..base.clone() };
-        match Broker::bind(config).await {
-            Ok(b) => break (b, port),
-            Err(ferrocket::broker::StartError::Bind { addr, source }) => {
-                eprintln!("port taken before the broker bound it ({addr}: {source}); picking others");
-            }
-            Err(e) => panic!("broker start failed: {e}"),
-        }
+    let kafka = match base.kafka_listen_port {
+        0 => None,
+        KAFKA_ANY_PORT => Some(bind(0).await),
+        port => Some(bind(port).await),
     };
+    let (remoting, vip) = bind_with_vip().await;
+    let broker = ferrocket::broker::Sockets {
+        remoting: Some(remoting),
+        vip: Some(vip),
+        ha: if base.is_slave() { None } else { Some(bind(0).await) },
+    };
+    let node = BrokerNode::bind_with(base, Sockets { broker, kafka })
+        .await
+        .unwrap_or_else(|e| panic!("broker start failed: {e}"));
+    let port = node.local_addr().unwrap().port();
+    let kafka_port = node.kafka_addr().map(|a| a.port());
     let shutdown = CancellationToken::new();
-    let inner = broker.inner();
-    let task = tokio::spawn(broker.run(shutdown.clone()));
-    TestBroker { addr: format!("127.0.0.1:{port}"), shutdown, task, ns: None, inner }
+    let inner = node.inner();
+    let task = tokio::spawn(node.run(shutdown.clone()));
+    TestBroker { addr: format!("127.0.0.1:{port}"), kafka_port, shutdown, task, ns: None, inner }
 }
 
 impl TestBroker {

@@ -265,12 +265,12 @@ async fn latest(c: &mut Conn, topic: &str) -> i64 {
 #[tokio::test]
 async fn not_enough_replicas_means_not_appended_and_a_duplicate_waits_like_the_original() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b = super::broker::start_broker(dir.path(), |c| {
-        c.kafka_listen_port = port;
+        c.kafka_listen_port = super::broker_harness::KAFKA_ANY_PORT;
         c.broker_role = "SYNC_MASTER".into();
     })
     .await;
+    let port = b.kafka_port.expect("a Kafka listener");
     let mut c = Conn::open(port).await;
     create(&mut c, "durable", 1).await;
     let pid = init_producer_id(&mut c).await;
@@ -296,12 +296,12 @@ async fn not_enough_replicas_means_not_appended_and_a_duplicate_waits_like_the_o
 async fn a_frame_that_stalls_midway_is_closed_by_the_idle_timeout() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b = super::broker::start_broker(dir.path(), |c| {
-        c.kafka_listen_port = port;
+        c.kafka_listen_port = super::broker_harness::KAFKA_ANY_PORT;
         c.kafka_connections_max_idle_ms = 300;
     })
     .await;
+    let port = b.kafka_port.expect("a Kafka listener");
     let mut c = Conn::open(port).await;
     c.stream.write_all(&(50 * 1024 * 1024i32).to_be_bytes()).await.unwrap();
     c.stream.write_all(&[0; 10]).await.unwrap();
@@ -344,14 +344,15 @@ async fn committed_offset(c: &mut Conn, g: &str, topic: &str) -> i64 {
 #[tokio::test]
 async fn offsets_of_a_kafka_group_nobody_is_in_expire() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let start = || {
-        super::broker::start_broker(dir.path(), |c| {
+    let start = |port: u16| {
+        super::broker::start_broker(dir.path(), move |c| {
             c.kafka_listen_port = port;
             c.kafka_offsets_retention_minutes = 0;
         })
     };
-    let b = start().await;
+    let b = start(super::broker_harness::KAFKA_ANY_PORT).await;
+    // The restart binds the same port (the advertised address clients know).
+    let port = b.kafka_port.expect("a Kafka listener");
     let mut c = Conn::open(port).await;
     create(&mut c, "kept", 1).await;
     let r: OffsetCommitResponse = c.call(ApiKey::OffsetCommit, 8, &commit("passing-by", "kept", 7)).await;
@@ -367,7 +368,7 @@ async fn offsets_of_a_kafka_group_nobody_is_in_expire() {
     let listed: ListGroupsResponse = c.call(ApiKey::ListGroups, 4, &ListGroupsRequest::default()).await;
     assert!(listed.groups.iter().all(|g| &*g.group_id.0 != "deleted"), "a deleted group is not listed");
     b.stop().await;
-    let b = start().await;
+    let b = start(port).await;
     let expired = eventually(std::time::Duration::from_secs(10), || async {
         let mut c = Conn::open(port).await;
         committed_offset(&mut c, "passing-by", "kept").await == -1

@@ -79,12 +79,8 @@ pub(super) fn raw_header(key: i16, version: i16, correlation: i32) -> BytesMut {
 }
 
 pub(super) async fn kafka_broker(dir: &std::path::Path) -> (TestBroker, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let b = start_broker(dir, |c| {
-        c.kafka_listen_port = port;
-        c.kafka_advertised_address = format!("127.0.0.1:{port}");
-    })
-    .await;
+    let b = start_broker(dir, |c| c.kafka_listen_port = KAFKA_ANY_PORT).await;
+    let port = b.kafka_port.expect("a Kafka listener");
     (b, port)
 }
 
@@ -312,13 +308,13 @@ async fn a_parked_fetch_is_woken_by_a_produce() {
 #[tokio::test]
 async fn oversized_batches_and_acks_all_without_a_slave_get_kafkas_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b = start_broker(dir.path(), |c| {
-        c.kafka_listen_port = port;
+        c.kafka_listen_port = super::broker_harness::KAFKA_ANY_PORT;
         c.max_message_size = 4096;
         c.broker_role = "SYNC_MASTER".into();
     })
     .await;
+    let port = b.kafka_port.expect("a Kafka listener");
     let mut c = Conn::open(port).await;
     create(&mut c, "big", 1).await;
     let big: Vec<Record> = (0..10)
@@ -343,12 +339,12 @@ async fn oversized_batches_and_acks_all_without_a_slave_get_kafkas_codes() {
 #[tokio::test]
 async fn an_idle_connection_is_closed_after_kafka_connections_max_idle_ms() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let b = start_broker(dir.path(), |c| {
-        c.kafka_listen_port = port;
+        c.kafka_listen_port = super::broker_harness::KAFKA_ANY_PORT;
         c.kafka_connections_max_idle_ms = 300;
     })
     .await;
+    let port = b.kafka_port.expect("a Kafka listener");
     let mut c = Conn::open(port).await;
     let r: ApiVersionsResponse = c.call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()).await;
     assert_eq!(r.error_code, 0);

@@ -21,6 +21,7 @@ mod hostile_txn;
 mod java_config;
 mod kafka;
 mod kafka_sasl;
+mod kafka_tls;
 mod layering;
 mod metrics;
 mod namesrv;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferrocket::net::tls::{TlsClient, TlsSettings};
 use ferrocket::protocol::{FrameLimits, RequestCode, ResponseCode};
-use ferrocket::remoting::tls::{TlsClient, TlsSettings};
 use ferrocket::remoting::RemotingClient;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -110,8 +110,7 @@ fn bad_tls_settings_name_the_key() {
         ("tls.server.keyPath", "/nonexistent/key.pem"),
     ]))
     .unwrap();
-    let err =
-        ferrocket::remoting::tls::TlsServer::new(&missing).err().expect("a missing certificate file must be refused");
+    let err = ferrocket::net::tls::TlsServer::new(&missing).err().expect("a missing certificate file must be refused");
     assert_eq!(err.key, "tls.server.certPath");
     let err = TlsClient::new(
         &TlsSettings::from_keys(get(&[("tls.enable", "true"), ("tls.client.authServer", "true")])).unwrap(),

@@ -195,7 +195,7 @@ const LIVE_KEYS: &[&str] = &["brokerPermission", "autoCreateTopicEnable", "autoC
 /// back to the config file, so a restart keeps them and applies the others. Without a config
 /// file a key that needs a restart is refused: the change could never take effect.
 pub async fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
-    let pairs = crate::config::parse_properties(&req.body);
+    let pairs = crate::properties::parse_properties(&req.body);
     if pairs.iter().any(|(k, _)| b.config.is_black_listed(k)) {
         return fail(ResponseCode::NO_PERMISSION, "Can not update config in black list.");
     }
@@ -240,7 +240,7 @@ pub fn get_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     config.broker_permission = b.live.broker_permission();
     config.auto_create_topic_enable = b.live.auto_create_topic_enable();
     config.auto_create_subscription_group = b.groups.auto_create();
-    let text = crate::config::to_properties(&config.entries());
+    let text = crate::properties::to_properties(&config.entries());
     let mut resp = ok(req).with_body(text);
     resp.ext_fields.insert("version".into(), serde_json::to_string(&b.topics.data_version()).unwrap_or_default());
     Ok(Some(resp))

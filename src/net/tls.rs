@@ -1,4 +1,5 @@
-//! TLS on the remoting ports and clients, with rustls, configured as Java's
+//! TLS on every listener (RocketMQ client and VIP ports, Kafka, HA) and on the remoting and HA
+//! clients, with rustls, configured as Java's
 //! `TlsSystemConfig` is (`tls.server.mode`, `tls.server.certPath`, ..., `tls.enable`).
 //!
 //! ```text
@@ -8,12 +9,18 @@
 //! ```
 //! A RocketMQ frame starts with its 4-byte length, so a first byte of 0x16 would announce a
 //! frame of at least 352 MiB, over any frame limit: the two never mix up (Java's
-//! `TlsModeHandler` looks at the same byte). With no certificate configured, `tls.test.mode.enable`
+//! `TlsModeHandler` looks at the same byte). A Kafka frame starts the same way: its size's high
+//! byte is at most 0x06 for any frame under `socket.request.max.bytes` (100 MiB), so 0x16 is
+//! never a frame the Kafka port would accept. An HA slave's first bytes are an offset report,
+//! whose high byte is 0x00 for any CommitLog under 2^56 bytes. With no certificate configured, `tls.test.mode.enable`
 //! (Java's default, true) serves a self-signed one made on first use, as Java does.
 //! Clients (`tls.enable`) trust any server unless `tls.client.authServer` with
 //! `tls.client.trustCertPath`, as Java's test mode does.
 //!
-//! May import: nothing of ferrocket's.
+//! Settings come from Java's keys ([`TlsSettings::from_keys`], [`tls_settings`] for a config's
+//! entries plus `tls.config.file`).
+//!
+//! May import: `properties` (the `tls.config.file` reader), nothing else of ferrocket's.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -61,6 +68,28 @@ impl std::fmt::Display for TlsError {
         write!(f, "config key '{}': {}", self.key, self.reason)
     }
 }
+
+/// Java's `tls.*` settings from a config's entries, overridden by the file `tls.config.file`
+/// names (Java's `TlsHelper` reads `/etc/rocketmq/tls.properties` by default, when it exists).
+/// A bad value or unreadable file refuses start-up naming the key.
+pub fn tls_settings(entries: &[(&'static str, String)]) -> Result<TlsSettings, TlsError> {
+    let mut values: std::collections::HashMap<String, String> = entries
+        .iter()
+        .filter(|(k, v)| k.starts_with("tls.") && !v.trim().is_empty())
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let default_file = std::path::Path::new("/etc/rocketmq/tls.properties");
+    let file =
+        values.get("tls.config.file").map(PathBuf::from).or_else(|| default_file.exists().then(|| default_file.into()));
+    if let Some(file) = file {
+        let pairs = crate::properties::read_properties(&file)
+            .map_err(|e| refuse("tls.config.file", format!("cannot read config file {}: {e}", file.display())))?;
+        values.extend(pairs.into_iter().filter(|(k, v)| k.starts_with("tls.") && !v.trim().is_empty()));
+    }
+    TlsSettings::from_keys(|k| values.get(k).cloned())
+}
+
+impl std::error::Error for TlsError {}
 
 fn refuse(key: &'static str, reason: impl Into<String>) -> TlsError {
     TlsError { key, reason: reason.into() }
@@ -151,12 +180,6 @@ pub struct TlsServer {
     acceptor: OnceLock<Result<tokio_rustls::TlsAcceptor, String>>,
 }
 
-/// An accepted connection.
-pub enum Accepted {
-    Plain(TcpStream),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
-}
-
 impl TlsServer {
     /// Checks the settings (files readable, key matching the certificate): a bad one refuses
     /// start-up naming the key. `None` when TLS is disabled.
@@ -227,14 +250,6 @@ impl TlsServer {
     /// The server side of the TLS handshake.
     pub async fn handshake(&self, stream: TcpStream) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
         self.acceptor()?.accept(stream).await
-    }
-
-    /// Plaintext or TLS, as the mode and the peer's first byte say.
-    pub async fn accept(&self, stream: TcpStream) -> std::io::Result<Accepted> {
-        if !self.starts_tls(&stream).await? {
-            return Ok(Accepted::Plain(stream));
-        }
-        Ok(Accepted::Tls(Box::new(self.handshake(stream).await?)))
     }
 }
 

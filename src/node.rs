@@ -1,0 +1,121 @@
+//! The composition root of a broker process: binds the broker (RocketMQ client, VIP and HA
+//! ports), builds the Kafka front end from the broker's shared state, and starts every door.
+//! `broker` and `kafka` never import each other; this file is where they meet.
+//!
+//! ```text
+//! BrokerNode::bind(config[, Sockets])
+//!   Broker::bind_with      store, metadata, remoting + VIP + HA listeners (net), TLS
+//!   kafka (masters, kafkaListenPort != 0): Kafka::new(the broker's core) + net::Listener
+//! BrokerNode::run(shutdown)
+//!   Kafka::serve on the broker's tracker, then Broker::run_on (which waits for it before the
+//!   store shuts down)
+//! ```
+//!
+//! May import: `crate::broker`, `crate::kafka`, `crate::net`, `crate::meta`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::info;
+
+use crate::broker::{Broker, BrokerConfig, BrokerInner, StartError};
+use crate::kafka::Kafka;
+use crate::net::{Listener, ListenerConfig, ListenerKind};
+
+/// Sockets bound by the caller, `None`: bound here from the config's ports.
+#[derive(Default)]
+pub struct Sockets {
+    /// The broker's client, VIP and HA ports.
+    pub broker: crate::broker::Sockets,
+    /// `kafkaListenPort`: its port becomes the config's `kafkaListenPort` (and the advertised
+    /// port, unless `kafkaAdvertisedAddress`). Ignored on a slave, as the setting is.
+    pub kafka: Option<TcpListener>,
+}
+
+/// A bound broker process, not yet serving.
+pub struct BrokerNode {
+    broker: Broker,
+    /// `kafkaListenPort` on a master: the Kafka front end over the broker's store.
+    kafka: Option<(Arc<Kafka>, Listener)>,
+}
+
+impl BrokerNode {
+    /// Binds every port the config names.
+    pub async fn bind(config: BrokerConfig) -> Result<Self, StartError> {
+        Self::bind_with(config, Sockets::default()).await
+    }
+
+    /// As [`Self::bind`], on sockets the caller bound.
+    pub async fn bind_with(mut config: BrokerConfig, sockets: Sockets) -> Result<Self, StartError> {
+        if let Some(l) = &sockets.kafka {
+            config.kafka_listen_port = l
+                .local_addr()
+                .map_err(|source| StartError::Bind { addr: "the given Kafka socket".into(), source })?
+                .port();
+        }
+        // aclEnable with a Kafka listener is refused by BrokerConfig::validate (the config loader).
+        let broker = Broker::bind_with(config, sockets.broker).await?;
+        let kafka = bind_kafka(&broker, sockets.kafka).await?;
+        Ok(Self { broker, kafka })
+    }
+
+    /// The RocketMQ client port.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.broker.local_addr()
+    }
+
+    /// The Kafka port, when this process serves Kafka.
+    pub fn kafka_addr(&self) -> Option<SocketAddr> {
+        self.kafka.as_ref().and_then(|(_, l)| l.local_addr().ok())
+    }
+
+    pub fn inner(&self) -> Arc<BrokerInner> {
+        self.broker.inner()
+    }
+
+    /// Serves every door until `shutdown`, then shuts the broker down cleanly.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let tracker = TaskTracker::new();
+        if let Some((kafka, listener)) = self.kafka {
+            tracker.spawn(kafka.serve(listener, shutdown.clone(), tracker.clone()));
+        }
+        self.broker.run_on(shutdown, tracker).await;
+    }
+}
+
+/// The Kafka listener (`kafkaListenPort`, masters only) and its handlers' state.
+async fn bind_kafka(broker: &Broker, given: Option<TcpListener>) -> Result<Option<(Arc<Kafka>, Listener)>, StartError> {
+    let inner = broker.inner();
+    let c = &inner.config;
+    if c.kafka_listen_port == 0 {
+        return Ok(None);
+    }
+    if c.is_slave() {
+        info!(port = c.kafka_listen_port, "kafkaListenPort ignored on a slave: Kafka clients use the master");
+        return Ok(None);
+    }
+    // The Kafka door works on the broker's core: the same append, waits, managers and ACL.
+    let shared = inner.core.clone();
+    let kafka = Kafka::new(shared).map_err(|why| StartError::Config { what: "Kafka listener", why })?;
+    let socket = match given {
+        Some(l) => l,
+        None => {
+            let addr = format!("{}:{}", c.bind_address, c.kafka_listen_port);
+            TcpListener::bind(&addr).await.map_err(|source| StartError::Bind { addr, source })?
+        }
+    };
+    let mut config = ListenerConfig::new(ListenerKind::Kafka);
+    config.max_connections = c.max_connections;
+    config.tls = broker.tls_server();
+    config.metrics = inner.metrics.clone();
+    // Kafka's connections.max.idle.ms, before the first byte as after it.
+    config.first_byte_timeout = match c.kafka_connections_max_idle_ms {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    };
+    Ok(Some((kafka, Listener::new(socket, config))))
+}
