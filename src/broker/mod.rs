@@ -1,16 +1,17 @@
 //! The broker: takes messages from producers, serves consumers' (long-polling) pulls, keeps
 //! consumer offsets and groups, registers with the NameServers.
 //!
-//! May import: `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
-//! `crate::config`, `crate::properties`, `crate::persist`, `crate::acl` (aclEnable), `crate::meta` (topics, groups,
-//! offsets, config, arrivals: shared with the Kafka front end), `crate::net` (listeners, TLS), `crate::ha`.
-//! Never the Kafka front end: the composition root (`node.rs`) starts it beside the broker.
-//! `convert.rs` is the only bridge between wire and store types.
+//! May import: `crate::core` (append, waits, the managers both doors share: `BrokerInner`
+//! derefs to the `Core`), `crate::protocol`, `crate::remoting`, `crate::store`, `crate::model`,
+//! `crate::properties`, `crate::persist`, `crate::acl` (aclEnable), `crate::meta`, `crate::net`
+//! (listeners, TLS), `crate::ha`. Never the Kafka front end: the composition root (`node.rs`)
+//! starts it beside the broker. `convert.rs` is the only bridge between wire and store types.
 //!
 //! ```text
-//! client --SEND_MESSAGE_V2--> processor/send.rs --MessageToStore--> store (CommitLog)
+//! client --SEND_MESSAGE_V2--> processor/send.rs --core::append--> store (CommitLog)
 //! client --PULL_MESSAGE-----> processor/pull.rs <--records (mmap, zero copy)-- store
-//!                                   ^ held until the store's dispatcher signals the queue (hold.rs)
+//!                                   ^ held in core::wait_for_arrivals until the store's
+//!                                     dispatcher signals the queue (meta/hold.rs)
 //! ```
 
 pub mod acl;
