@@ -65,8 +65,26 @@ where
             debug!(%peer, size, "Kafka connection closed or silent in the middle of a request; closing");
             return;
         };
+        // The API key of a decodable request (a closed set) labels its latency.
+        let api = buf.get(..2).map(|b| i16::from_be_bytes([b[0], b[1]])).filter(|a| ApiKey::try_from(*a).is_ok());
+        let started = std::time::Instant::now();
         let reply = match handle(&k, buf.freeze(), peer, &mut session).await {
-            Ok(r) => r,
+            Ok(r) => {
+                if let (Some(node), Some(api)) = (k.shared.metrics.as_deref(), api) {
+                    let millis = started.elapsed().as_secs_f64() * 1000.0;
+                    let protocol = crate::telemetry::Protocol::Kafka;
+                    crate::telemetry::rpc_latency(
+                        node,
+                        protocol,
+                        Some(i32::from(api)),
+                        None,
+                        false,
+                        r.is_none(),
+                        millis,
+                    );
+                }
+                r
+            }
             Err(why) => {
                 warn!(%peer, error = %why, "bad Kafka request; closing the connection");
                 return;

@@ -73,6 +73,12 @@ async fn kafka_traffic_is_counted_and_stored_like_rocketmq_traffic() {
     assert_eq!(get("rocketmq_messages_in_total", &[("protocol", "remoting")]), 1.0);
     assert!(get("rocketmq_throughput_in_total", &[("protocol", "kafka")]) > 3.0 * 30.0);
     assert_eq!(get("rocketmq_messages_out_total", &[("protocol", "kafka"), ("consumer_group", "")]), 4.0);
+    // Per-API request latency: Produce (0) once, Fetch (1) once, CreateTopics (19) once.
+    let rpc = |api: &str| {
+        let labels = [("cluster", "OneCoreCluster"), ("protocol_type", "kafka"), ("request_code", api)];
+        sample(&text, "rocketmq_rpc_latency_count", &labels).unwrap_or_else(|| panic!("no latency of API {api}"))
+    };
+    assert_eq!((rpc("0"), rpc("1"), rpc("19")), (1.0, 1.0, 1.0));
     b.stop().await;
 }
 
