@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 
-pub use crate::core::properties::{new_uniq_id, stored_properties, BrokerProperties};
+pub use crate::core::properties::{new_uniq_id, stored_properties};
 use crate::model::message::{self, property, MessageToStore};
 use crate::protocol::header::broker::SendMessageRequestHeader;
 use crate::protocol::ResponseCode;
@@ -46,19 +46,10 @@ pub fn message_to_store(
 
 /// Send response code for a store status (`SendMessageProcessor.handlePutMessageResult`).
 pub fn put_status_code(status: &PutStatus) -> (ResponseCode, Option<String>) {
-    match status {
-        PutStatus::PutOk => (ResponseCode::SUCCESS, None),
-        PutStatus::FlushDiskTimeout => (ResponseCode::FLUSH_DISK_TIMEOUT, Some("flush disk timeout".into())),
-        PutStatus::ServiceNotAvailable(why) => {
-            (ResponseCode::SERVICE_NOT_AVAILABLE, Some(format!("service not available now: {why}")))
-        }
-        PutStatus::MessageIllegal(why) => {
-            (ResponseCode::MESSAGE_ILLEGAL, Some(format!("the message is illegal: {why}")))
-        }
-        PutStatus::PropertiesSizeExceeded => {
-            (ResponseCode::MESSAGE_ILLEGAL, Some("the message properties exceed 32767 bytes".into()))
-        }
-        PutStatus::UnknownError(why) => (ResponseCode::SYSTEM_ERROR, Some(format!("store failed: {why}"))),
+    // The core's outcome table decides, as for a send (`core/outcome.rs`).
+    match crate::core::Outcome::of_put(status) {
+        None => (ResponseCode::SUCCESS, None),
+        Some(r) => (ResponseCode(r.outcome.codes().remoting), Some(r.why)),
     }
 }
 

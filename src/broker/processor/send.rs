@@ -219,11 +219,7 @@ fn build_messages(
     sys: i32,
     batch: bool,
 ) -> Result<Vec<MessageToStore>, BrokerError> {
-    let extra = convert::BrokerProperties {
-        region: &b.config.region_id,
-        trace_on: b.config.trace_on,
-        cluster: &b.config.broker_cluster_name,
-    };
+    let extra = b.broker_properties();
     let flag = h.flag;
     if !batch {
         let props = convert::stored_properties(properties, extra, || convert::new_uniq_id(b.store_host));
