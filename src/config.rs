@@ -3,6 +3,10 @@
 //!
 //! Unlike Java, a value that does not parse (`listenPort=10911 ` with a trailing blank, `yes`
 //! for a boolean) refuses start-up with a message naming the key instead of being dropped.
+//!
+//! Owns the typed key machinery (`config_struct!`, value parsing, `ConfigError`) and Java's `tls.*`
+//! keys; `meta::config` (broker.conf) and `namesrv::config` (namesrv.conf) declare their keys
+//! with it. The command line is `main.rs`'s. May import: `crate::properties` only (a leaf).
 
 use std::path::{Path, PathBuf};
 

@@ -11,7 +11,7 @@
 //!   store shuts down)
 //! ```
 //!
-//! May import: `crate::broker`, `crate::kafka`, `crate::net`, `crate::meta`.
+//! May import: `crate::broker`, `crate::kafka`, `crate::net`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! handlers in `kafka`): the broker config (`broker.conf`), topics, subscription groups,
 //! committed consumer offsets, and the per-queue arrival signals long polls wait on.
 //!
-//! May import: `model`, `store`, `persist`, `telemetry`; `config` (the `.properties` reader) only
-//! until it moves to a leaf (#26). Never a wire codec (`protocol`, `kafka-protocol`) nor a front
+//! May import: `model`, `store`, `persist`, `telemetry`, `properties`, `config` (typed config
+//! keys, a leaf). Never a wire codec (`protocol`, `kafka-protocol`) nor a front
 //! end. Rules: docs/architecture.md.
 //!
 //! ```text

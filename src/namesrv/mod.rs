@@ -1,7 +1,7 @@
 //! The NameServer: a route registry brokers register with and clients ask where topics live.
 //!
 //! May import: `crate::protocol`, `crate::remoting`, `crate::model`, `crate::persist`,
-//! `crate::telemetry`; `crate::config` (the `.properties` reader) until it moves to a leaf (#26).
+//! `crate::telemetry`, `crate::net`, `crate::properties`, `crate::config` (typed config keys, a leaf).
 //! Rules: docs/architecture.md.
 //!
 //! ```text
