@@ -179,6 +179,8 @@ impl Broker {
         let topics = topic::TopicConfigManager::load(&config).map_err(cfg("topics.json"))?;
         let groups = subscription::SubscriptionGroupManager::load(&config).map_err(cfg("subscriptionGroup.json"))?;
         let offsets = offset::ConsumerOffsetManager::load(&config).map_err(cfg("consumerOffset.json"))?;
+        let txn = crate::core::txn::TxnMarkers::open(&config.config_dir().join(crate::core::txn::MARKERS_FILE))
+            .map_err(cfg(crate::core::txn::MARKERS_FILE))?;
         let schedule = schedule::ScheduleService::load(&config).map_err(cfg("delayOffset.json"))?;
         let timer = timer::TimerService::open(&config)?;
         let hold = Arc::new(hold::PullHold::default());
@@ -275,6 +277,7 @@ impl Broker {
             ha_service,
             store_host,
             acl,
+            txn,
         }));
         let inner = Arc::new(BrokerInner {
             core,

@@ -15,7 +15,8 @@
 //! ```
 //! Owns: [`Core`] (the managers both doors use, flow-control permits, the put/get counters,
 //! the registration tickets), the standard properties a broker writes into every message
-//! (`properties.rs`), and the code table.
+//! (`properties.rs`), the code table, and what Kafka transactions leave in the log (`txn.rs`:
+//! open transactions, aborted ranges; read by Kafka fetches and RocketMQ pulls alike).
 //!
 //! May import: `model`, `store`, `meta`, `ha` (the replica wait), `acl` (the accounts every door
 //! checks), `telemetry`, `persist`. Never a
@@ -25,6 +26,7 @@ pub mod append;
 pub mod outcome;
 pub mod properties;
 pub mod stats;
+pub mod txn;
 pub mod wait;
 
 use std::net::SocketAddr;
@@ -85,6 +87,8 @@ pub struct Core {
     pub registering: AtomicBool,
     /// `aclEnable=true`: the accounts every door checks requests against.
     pub acl: Option<Arc<crate::acl::Acl>>,
+    /// Kafka transactions in the log: open ones (the LSO), aborted ranges, read by both doors.
+    pub txn: txn::TxnMarkers,
 }
 
 /// The managers a [`Core`] is built from (loaded by the broker from its config files).
@@ -99,6 +103,7 @@ pub struct Parts {
     pub metrics: Option<Arc<crate::telemetry::Node>>,
     pub store_host: SocketAddr,
     pub acl: Option<Arc<crate::acl::Acl>>,
+    pub txn: txn::TxnMarkers,
 }
 
 impl Core {
@@ -122,6 +127,7 @@ impl Core {
             register_done: tokio::sync::watch::Sender::new(0),
             registering: AtomicBool::new(false),
             acl: p.acl,
+            txn: p.txn,
         }
     }
 
@@ -132,6 +138,7 @@ impl Core {
             topics: TopicConfigManager::load(&config)?,
             groups: SubscriptionGroupManager::load(&config)?,
             offsets: ConsumerOffsetManager::load(&config)?,
+            txn: txn::TxnMarkers::open(&config.config_dir().join(txn::MARKERS_FILE))?,
             store,
             hold: Arc::new(PullHold::default()),
             ha_service: None,
