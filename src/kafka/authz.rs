@@ -19,6 +19,9 @@
 //! CreateTopics, DeleteTopics              admin (CLUSTER_AUTHORIZATION_FAILED)
 //! DeleteGroups                            admin (GROUP_AUTHORIZATION_FAILED per group)
 //! DescribeConfigs                         topic PUB or SUB; broker resources admin
+//! DeleteRecords                           topic PUB and SUB (Kafka's DELETE: the account that
+//!                                         writes and reads it, as a Streams app its repartition topics)
+//! AlterConfigs, IncrementalAlterConfigs   admin (TOPIC_/CLUSTER_AUTHORIZATION_FAILED per resource)
 //! InitProducerId, DescribeCluster         any authenticated account
 //! any other API                           admin, else the connection is closed
 //! ```
@@ -50,6 +53,7 @@ pub fn gate(k: &Kafka, who: &Authority, user: &str, req: &Request, body: &mut Re
         RequestKind::Produce(r) => produce(who, req, r, &log),
         RequestKind::Fetch(r) => fetch(who, req, r, &log),
         RequestKind::ListOffsets(r) => list_offsets(who, req, r, &log),
+        RequestKind::DeleteRecords(r) => delete_records(who, req, r, &log),
         RequestKind::Metadata(r) => metadata(k, who, req, r, &log),
         RequestKind::InitProducerId(_) | RequestKind::DescribeCluster(_) => Gate::Pass,
         other => super::authz_groups::gate(who, req, other, &log),
@@ -170,4 +174,29 @@ fn metadata(k: &Kafka, who: &Authority, req: &Request, r: &mut MetadataRequest, 
     Gate::Patch(Box::new(move |req: &Request, frame: BytesMut| {
         patched::<MetadataResponse>(req, frame, |m| m.topics.extend(refused))
     }))
+}
+
+/// DeleteRecords: Kafka wants DELETE on the topic; here an account needs both PUB and SUB on it.
+fn delete_records(who: &Authority, req: &Request, r: &mut DeleteRecordsRequest, log: &dyn Fn(&str, &str)) -> Gate {
+    let both = |t: &str| who.topic(t, PUB).and_then(|()| who.topic(t, SUB));
+    let (ok, no) = split(std::mem::take(&mut r.topics), |t| t.name.0.as_str(), both, log);
+    r.topics = ok;
+    if no.is_empty() {
+        return Gate::Pass;
+    }
+    let refused: Vec<delete_records_response::DeleteRecordsTopicResult> = no
+        .into_iter()
+        .map(|t| {
+            let parts = t.partitions.iter().map(|p| {
+                delete_records_response::DeleteRecordsPartitionResult::default()
+                    .with_partition_index(p.partition_index)
+                    .with_low_watermark(-1)
+                    .with_error_code(error::TOPIC_AUTHORIZATION_FAILED)
+            });
+            delete_records_response::DeleteRecordsTopicResult::default()
+                .with_name(t.name)
+                .with_partitions(parts.collect())
+        })
+        .collect();
+    answer_or_patch::<DeleteRecordsResponse, _>(req, r.topics.is_empty(), refused, |r, e| r.topics.extend(e))
 }

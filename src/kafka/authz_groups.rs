@@ -1,5 +1,5 @@
 //! The group, offset and admin half of [`super::authz`]: group SUB for the group APIs and
-//! offsets, admin for topic and group deletion and creation, broker configs.
+//! offsets, admin for topic and group deletion and creation, broker configs, config changes.
 //!
 //! May import: what `authz.rs` may, but not `authz.rs` itself (the shared parts are in
 //! `authz_gate.rs`).
@@ -126,10 +126,40 @@ pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn
                 r.results.extend(e)
             })
         }
+        RequestKind::AlterConfigs(r) => admin_only(who, req, log, || {
+            let results = r.resources.iter().map(|res| {
+                let (code, why) = refused_alter(res.resource_type);
+                alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_error_code(code)
+                    .with_error_message(msg(why))
+                    .with_resource_type(res.resource_type)
+                    .with_resource_name(res.resource_name.clone())
+            });
+            reply(req, &AlterConfigsResponse::default().with_responses(results.collect()))
+        }),
+        RequestKind::IncrementalAlterConfigs(r) => admin_only(who, req, log, || {
+            let results = r.resources.iter().map(|res| {
+                let (code, why) = refused_alter(res.resource_type);
+                incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_error_code(code)
+                    .with_error_message(msg(why))
+                    .with_resource_type(res.resource_type)
+                    .with_resource_name(res.resource_name.clone())
+            });
+            reply(req, &IncrementalAlterConfigsResponse::default().with_responses(results.collect()))
+        }),
         _ => match who.admin() {
             Ok(()) => Gate::Pass,
             Err(why) => Gate::Close(format!("{:?} is not authorized for this account: {why}", req.key)),
         },
+    }
+}
+
+/// The refusal of an alteration by a non-admin account.
+fn refused_alter(resource_type: i8) -> (i16, &'static str) {
+    match resource_type {
+        TOPIC_RESOURCE => (error::TOPIC_AUTHORIZATION_FAILED, "Altering topic configs needs an admin account"),
+        _ => (error::CLUSTER_AUTHORIZATION_FAILED, "Altering configs needs an admin account"),
     }
 }
 

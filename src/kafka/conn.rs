@@ -11,7 +11,8 @@
 //!
 //! Bad input closes the connection with a warn line, as Kafka does: a frame over the size
 //! limit, an unknown API, a version outside our range (other than ApiVersions, which KIP-511
-//! answers), a body that does not decode.
+//! answers), a body that does not decode. Refused requests are logged through `refusals.rs`
+//! (one WARN per API and kind of refusal per minute, naming the peer and client id).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,7 +28,9 @@ use tracing::{debug, warn};
 use super::api::{reply, Reply, Request};
 use super::authz::{self, Gate};
 use super::sasl::{self, Session};
-use super::{fetch, groups, metadata, offsets, produce, producer_ids, versions, Kafka};
+use super::{
+    configs, delete_records, fetch, groups, metadata, offsets, produce, producer_ids, refusals, versions, Kafka,
+};
 
 /// Kafka's `socket.request.max.bytes`.
 pub const MAX_REQUEST: usize = 100 * 1024 * 1024;
@@ -66,7 +69,10 @@ where
             return;
         };
         // The API key of a decodable request (a closed set) labels its latency.
-        let api = buf.get(..2).map(|b| i16::from_be_bytes([b[0], b[1]])).filter(|a| ApiKey::try_from(*a).is_ok());
+        let raw_api = buf.get(..2).map_or(-1, |b| i16::from_be_bytes([b[0], b[1]]));
+        let raw_version = buf.get(2..4).map_or(-1, |b| i16::from_be_bytes([b[0], b[1]]));
+        let api = Some(raw_api).filter(|a| ApiKey::try_from(*a).is_ok());
+        let client_id = refusals::raw_client_id(&buf);
         let started = std::time::Instant::now();
         let reply = match handle(&k, buf.freeze(), peer, &mut session).await {
             Ok(r) => {
@@ -86,7 +92,13 @@ where
                 r
             }
             Err(why) => {
-                warn!(%peer, error = %why, "bad Kafka request; closing the connection");
+                let served = ApiKey::try_from(raw_api)
+                    .ok()
+                    .and_then(versions::range)
+                    .is_some_and(|(min, max)| (min..=max).contains(&raw_version));
+                let kind = if served { refusals::kind::BAD_REQUEST } else { refusals::kind::UNSUPPORTED_API };
+                let reason = format!("{why:#}; closing the connection");
+                refusals::note(&k, peer, &client_id, raw_api, raw_version, kind, &reason);
                 return;
             }
         };
@@ -158,9 +170,19 @@ pub fn decode(mut body: Bytes) -> anyhow::Result<Decoded> {
 }
 
 async fn handle(k: &Arc<Kafka>, body: Bytes, peer: SocketAddr, session: &mut Session) -> Reply {
+    let raw = body.clone();
     let (key, version, header, decoded) = match decode(body)? {
         Decoded::Answer(frame) => {
-            debug!(%peer, "answered without decoding (KIP-511 ApiVersions or Produce v0-2)");
+            let (api, version) = (raw.get(..2), raw.get(2..4));
+            let api = api.map_or(-1, |b| i16::from_be_bytes([b[0], b[1]]));
+            let version = version.map_or(-1, |b| i16::from_be_bytes([b[0], b[1]]));
+            let reason = if api == ApiKey::Produce as i16 {
+                "Produce v0-2 (message format v0/v1): answered UNSUPPORTED_VERSION for every partition"
+            } else {
+                "ApiVersions newer than ours: answered v0 UNSUPPORTED_VERSION with our range (KIP-511)"
+            };
+            let client_id = refusals::raw_client_id(&raw);
+            refusals::note(k, peer, &client_id, api, version, refusals::kind::UNSUPPORTED_API, reason);
             return Ok(Some(frame));
         }
         Decoded::Request { key, version, header, body } => (key, version, header, body),
@@ -202,7 +224,10 @@ async fn dispatch(k: &Arc<Kafka>, req: &Request, decoded: RequestKind) -> Reply 
         RequestKind::Metadata(r) => metadata::metadata(k, req, r).await,
         RequestKind::CreateTopics(r) => metadata::create_topics(k, req, r).await,
         RequestKind::DeleteTopics(r) => metadata::delete_topics(k, req, r).await,
-        RequestKind::DescribeConfigs(r) => metadata::describe_configs(k, req, r),
+        RequestKind::DescribeConfigs(r) => configs::describe_configs(k, req, r),
+        RequestKind::AlterConfigs(r) => configs::alter_configs(k, req, r).await,
+        RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter_configs(k, req, r).await,
+        RequestKind::DeleteRecords(r) => delete_records::handle(k, req, r).await,
         RequestKind::DescribeCluster(r) => metadata::describe_cluster(k, req, r),
         RequestKind::InitProducerId(r) => producer_ids::init_producer_id(k, req, r),
         RequestKind::FindCoordinator(r) => groups::find_coordinator(k, req, r),

@@ -1,14 +1,15 @@
-//! Metadata v0-12, CreateTopics v2-7, DeleteTopics v1-5, DescribeConfigs v1-4 and
-//! DescribeCluster v0-1: this broker is the single node, leader of every partition (queue).
+//! Metadata v0-12, CreateTopics v2-7 (configs checked and kept by `topic_configs.rs`),
+//! DeleteTopics v1-5 and DescribeCluster v0-1: this broker is the single node, leader of every
+//! partition (queue). DescribeConfigs and the Alter APIs are in `configs.rs`.
 //! RocketMQ's system topics and names Kafka cannot express (`%RETRY%…`) are not listed, and
 //! answer [`names::check_topic`]'s errors when named.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -18,7 +19,7 @@ use tracing::info;
 
 use super::api::error;
 use super::api::{reply, Reply, Request};
-use super::{names, Kafka};
+use super::{names, refusals, topic_configs, Kafka};
 use crate::model::perm;
 
 /// Listed in Metadata: a valid Kafka name that is not a RocketMQ system topic.
@@ -43,7 +44,15 @@ pub(super) fn s(v: impl Into<String>) -> StrBytes {
 
 /// Creates `topic` with `queues` read/write queues; persists and re-registers if it was new.
 pub async fn create_topic(k: &Kafka, topic: &str, queues: i32) -> bool {
+    create_topic_with(k, topic, queues, BTreeMap::new()).await
+}
+
+/// [`create_topic`] with Kafka topic configs kept in its attributes (`topic_configs.rs`).
+async fn create_topic_with(k: &Kafka, topic: &str, queues: i32, attributes: BTreeMap<String, String>) -> bool {
     let (_, created) = k.shared.topics.create_if_absent(topic, queues, perm::READ | perm::WRITE, 0);
+    if created && !attributes.is_empty() {
+        k.shared.topics.modify_attributes(topic, |a| a.extend(attributes));
+    }
     if created {
         info!(topic, queues, "topic created by a Kafka client");
         // Persisted and registered with the NameServers before the client is answered, as a
@@ -117,10 +126,11 @@ pub async fn create_topics(k: &Arc<Kafka>, req: &Request, r: CreateTopicsRequest
     for t in r.topics {
         let name = t.name.0.to_string();
         let queues = if t.num_partitions == -1 { k.shared.config.kafka_num_partitions } else { t.num_partitions };
-        let compact = t.configs.iter().any(|c| {
-            &*c.name == "cleanup.policy"
-                && c.value.as_deref().is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
-        });
+        let configs: Result<BTreeMap<String, String>, _> = t
+            .configs
+            .iter()
+            .map(|c| topic_configs::check(&c.name, c.value.as_deref()).map(|v| (c.name.to_string(), v)))
+            .collect();
         let refusal = if let Err(refused) = names::check_topic(&k.shared.config, &name) {
             Some(refused)
         } else if k.shared.topics.contains(&name) {
@@ -132,24 +142,38 @@ pub async fn create_topics(k: &Arc<Kafka>, req: &Request, r: CreateTopicsRequest
             ))
         } else if queues <= 0 || queues > 1024 {
             Some((error::INVALID_PARTITIONS, format!("{queues} partitions: must be 1 to 1024")))
-        } else if compact {
-            Some((
-                error::INVALID_CONFIG,
-                "cleanup.policy=compact is not supported: retention would delete compacted state".to_owned(),
-            ))
+        } else if let Err(refused) = &configs {
+            Some(refused.clone())
         } else {
             None
         };
         let mut res = CreatableTopicResult::default().with_name(t.name.clone());
         match refusal {
             Some((code, why)) => {
+                if code == error::INVALID_CONFIG || code == error::INVALID_REPLICATION_FACTOR {
+                    refusals::warn(k, req, &format!("topic '{name}': {why}"));
+                }
                 res = res.with_error_code(code).with_error_message(Some(s(why)));
             }
             None => {
+                let attributes = configs.unwrap_or_default();
+                let described = topic_configs::describe(&k.shared.config, &attributes)
+                    .into_iter()
+                    .map(|d| {
+                        CreatableTopicConfigs::default()
+                            .with_name(s(d.name))
+                            .with_value(Some(s(d.value)))
+                            .with_config_source(d.source)
+                    })
+                    .collect();
                 if !r.validate_only {
-                    create_topic(k, &name, queues).await;
+                    create_topic_with(k, &name, queues, attributes).await;
                 }
-                res = res.with_num_partitions(queues).with_replication_factor(1).with_topic_id(topic_id(&name));
+                res = res
+                    .with_num_partitions(queues)
+                    .with_replication_factor(1)
+                    .with_topic_id(topic_id(&name))
+                    .with_configs(Some(described));
             }
         }
         if req.version < 5 {
@@ -189,61 +213,6 @@ pub async fn delete_topics(k: &Arc<Kafka>, req: &Request, r: DeleteTopicsRequest
         responses.push(res);
     }
     reply(req, &DeleteTopicsResponse::default().with_responses(responses))
-}
-
-/// Topic configs Kafka clients ask for, from the broker's settings (read-only here).
-pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> Reply {
-    let c = &k.shared.config;
-    let mut results = Vec::new();
-    for res in r.resources {
-        let mut out = DescribeConfigsResult::default()
-            .with_resource_type(res.resource_type)
-            .with_resource_name(res.resource_name.clone());
-        if let (2, Err((code, _))) = (res.resource_type, names::check_topic(c, &res.resource_name)) {
-            results.push(out.with_error_code(code));
-            continue;
-        }
-        let entries: Vec<(&str, String)> = match res.resource_type {
-            2 if !k.shared.topics.contains(&res.resource_name) => {
-                results.push(out.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION));
-                continue;
-            }
-            2 => vec![
-                ("cleanup.policy", "delete".into()),
-                ("retention.ms", (c.file_reserved_time * 3_600_000).to_string()),
-                ("max.message.bytes", c.max_message_size.to_string()),
-                ("segment.bytes", c.mapped_file_size_commit_log.to_string()),
-                ("message.timestamp.type", "CreateTime".into()),
-                ("min.insync.replicas", "1".into()),
-            ],
-            4 => vec![
-                ("num.partitions", c.kafka_num_partitions.to_string()),
-                ("auto.create.topics.enable", k.shared.live.auto_create_topic_enable().to_string()),
-                ("message.max.bytes", c.max_message_size.to_string()),
-            ],
-            other => {
-                results.push(
-                    out.with_error_code(error::INVALID_REQUEST)
-                        .with_error_message(Some(s(format!("resource type {other} is not described here")))),
-                );
-                continue;
-            }
-        };
-        let wanted = |n: &str| res.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|kk| &**kk == n));
-        out.configs = entries
-            .into_iter()
-            .filter(|(n, _)| wanted(n))
-            .map(|(n, v)| {
-                DescribeConfigsResourceResult::default()
-                    .with_name(s(n))
-                    .with_value(Some(s(v)))
-                    .with_read_only(true)
-                    .with_config_source(5) // DEFAULT_CONFIG
-            })
-            .collect();
-        results.push(out);
-    }
-    reply(req, &DescribeConfigsResponse::default().with_results(results))
 }
 
 pub fn describe_cluster(k: &Kafka, req: &Request, _r: DescribeClusterRequest) -> Reply {

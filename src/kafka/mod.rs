@@ -17,12 +17,17 @@
 //!                     |-- produce.rs    record batches (records.rs, inflate.rs capped, off the
 //!                     |                 async workers) -> mapping.rs -> store
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
-//!                     |-- metadata.rs   Metadata, topics, configs, cluster
+//!                     |-- metadata.rs   Metadata, topics, cluster
+//!                     |-- configs.rs    Describe/Alter/IncrementalAlterConfigs (topic_configs.rs:
+//!                     |                 the keys, kept in the topic's attributes)
+//!                     |-- delete_records.rs  DeleteRecords: moves the store's log start offset
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
 //!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
 //!                     `-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
 //! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
-//! offsets of Kafka groups nobody is in
+//! offsets of Kafka groups nobody is in; log_retention.rs: a task that enforces the topics'
+//! retention.ms / retention.bytes by moving log start offsets
+//! refusals.rs: one rate-limited WARN line per refused request (client, API, reason)
 //! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
 //! system topics and groups refused)
 //! ```
@@ -33,11 +38,14 @@ mod authz;
 mod authz_gate;
 mod authz_groups;
 mod commit_metadata;
+mod configs;
 pub mod conn;
+mod delete_records;
 mod fetch;
 pub mod group;
 mod groups;
 mod inflate;
+mod log_retention;
 mod mapping;
 mod metadata;
 mod names;
@@ -45,9 +53,11 @@ mod offsets;
 mod produce;
 mod producer_ids;
 pub mod records;
+mod refusals;
 mod retention;
 mod sasl;
 mod sasl_scram;
+mod topic_configs;
 mod versions;
 
 use std::net::SocketAddr;
@@ -76,6 +86,10 @@ pub struct Kafka {
     retention: retention::GroupRetention,
     /// SCRAM credentials derived from the ACL accounts.
     scram: sasl_scram::Cache,
+    /// Rate limit of the refusal WARN lines.
+    refusals: refusals::Refusals,
+    /// retention.bytes cursors of the per-topic retention sweep.
+    log_retention: log_retention::LogRetention,
 }
 
 impl Kafka {
@@ -116,6 +130,8 @@ impl Kafka {
             commit_metadata,
             retention,
             scram: sasl_scram::Cache::default(),
+            refusals: refusals::Refusals::default(),
+            log_retention: log_retention::LogRetention::default(),
         }))
     }
 
@@ -125,6 +141,7 @@ impl Kafka {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
         tracker.spawn(retention::run(self.clone(), shutdown.clone()));
+        tracker.spawn(log_retention::run(self.clone(), shutdown.clone()));
         let stop = shutdown.clone();
         let serve = move |stream: Stream, peer: SocketAddr| conn::serve(self.clone(), stream, peer, stop.clone());
         listener.serve(serve, shutdown, tracker).await;

@@ -152,6 +152,9 @@ config_struct! {
         /// Kafka's offsets.retention.minutes: a Kafka group nobody is in loses the offsets it
         /// committed through the Kafka listener this long after its last commit.
         kafka_offsets_retention_minutes: u64 = 10_080 => "kafkaOffsetsRetentionMinutes",
+        /// Kafka's log.retention.check.interval.ms: how often per-topic retention.ms and
+        /// retention.bytes move log start offsets.
+        kafka_log_retention_check_interval_ms: u64 = 300_000 => "kafkaLogRetentionCheckIntervalMs",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

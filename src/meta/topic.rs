@@ -190,6 +190,20 @@ impl TopicConfigManager {
         true
     }
 
+    /// Changes a topic's `attributes` under the write lock (Kafka topic configs live there); the
+    /// data version moves if they changed. `None`: no such topic.
+    pub fn modify_attributes<R>(&self, topic: &str, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> Option<R> {
+        let mut s = self.write();
+        let tc = s.topic_config_table.get_mut(topic)?;
+        let before = tc.attributes.clone();
+        let out = f(&mut tc.attributes);
+        if tc.attributes != before {
+            info!(topic, attributes = ?tc.attributes, "topic attributes changed");
+            next_version(&mut s.data_version);
+        }
+        Some(out)
+    }
+
     pub fn delete(&self, topic: &str) -> bool {
         let mut s = self.write();
         let removed = s.topic_config_table.remove(topic).is_some();

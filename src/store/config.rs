@@ -123,6 +123,11 @@ impl StoreConfig {
         self.store_path_root_dir.join("checkpoint")
     }
 
+    /// The log start offsets (`log_start.rs`).
+    pub fn log_start_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("config").join("logStartOffset.json")
+    }
+
     pub fn abort_path(&self) -> PathBuf {
         self.store_path_root_dir.join("abort")
     }

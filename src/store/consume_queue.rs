@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use tracing::{error, info, warn};
 
+use super::log_start::LogStarts;
 use super::mapped_file::MappedSlice;
 use super::mapped_file_queue::MappedFileQueue;
 use super::StoreError;
@@ -78,6 +79,8 @@ pub struct ConsumeQueue {
     max_physic_offset: AtomicI64,
     /// Byte offset of the first real unit.
     min_logic_offset: AtomicU64,
+    /// The log start offset (`log_start.rs`): readers see nothing below it.
+    log_start: AtomicI64,
 }
 
 impl ConsumeQueue {
@@ -93,6 +96,7 @@ impl ConsumeQueue {
             files,
             max_physic_offset: AtomicI64::new(-1),
             min_logic_offset: AtomicU64::new(0),
+            log_start: AtomicI64::new(0),
         })
     }
 
@@ -218,9 +222,17 @@ impl ConsumeQueue {
         (self.files.max_offset() / CQ_UNIT_SIZE as u64) as i64
     }
 
-    /// Index of the first unit still present.
+    /// Index of the first unit readers may see: the first unit still present, or the log start
+    /// offset if that is further (never past the end: a start beyond a queue a crash cut short
+    /// means the queue is empty up to its end).
     pub fn min_offset_in_queue(&self) -> i64 {
-        (self.min_logic_offset.load(Ordering::Acquire) / CQ_UNIT_SIZE as u64) as i64
+        let present = (self.min_logic_offset.load(Ordering::Acquire) / CQ_UNIT_SIZE as u64) as i64;
+        present.max(self.log_start.load(Ordering::Acquire).min(self.max_offset_in_queue()))
+    }
+
+    /// Raises the log start offset in memory (`LogStarts` persists it first).
+    pub fn set_log_start(&self, offset: i64) {
+        self.log_start.fetch_max(offset, Ordering::AcqRel);
     }
 
     /// The unit at `index`, if present.
@@ -305,6 +317,7 @@ impl ConsumeQueue {
         self.files.destroy()?;
         self.max_physic_offset.store(-1, Ordering::Release);
         self.min_logic_offset.store(0, Ordering::Release);
+        self.log_start.store(0, Ordering::Release);
         Ok(())
     }
 }
@@ -317,11 +330,13 @@ pub struct ConsumeQueueTable {
     root: PathBuf,
     file_size: usize,
     queues: std::sync::RwLock<Queues>,
+    /// The persisted log start offsets, applied to each queue as it is loaded or created.
+    starts: LogStarts,
 }
 
 impl ConsumeQueueTable {
-    /// Loads every `<root>/<topic>/<queueId>/` directory.
-    pub fn load(root: &Path, file_size: usize) -> Result<Self, StoreError> {
+    /// Loads every `<root>/<topic>/<queueId>/` directory, with the log start offsets `starts`.
+    pub fn load(root: &Path, file_size: usize, starts: LogStarts) -> Result<Self, StoreError> {
         std::fs::create_dir_all(root).map_err(StoreError::io(format!("create {}", root.display())))?;
         let mut queues = Queues::new();
         for topic_dir in std::fs::read_dir(root).map_err(StoreError::io(format!("list {}", root.display())))?.flatten()
@@ -331,11 +346,12 @@ impl ConsumeQueueTable {
             for q in entries.flatten() {
                 if let Ok(queue_id) = q.file_name().to_string_lossy().parse::<i32>() {
                     let cq = ConsumeQueue::load(root, &topic, queue_id, file_size)?;
+                    cq.set_log_start(starts.get(&topic, queue_id));
                     queues.entry(topic.clone()).or_default().insert(queue_id, Arc::new(cq));
                 }
             }
         }
-        Ok(Self { root: root.to_owned(), file_size, queues: std::sync::RwLock::new(queues) })
+        Ok(Self { root: root.to_owned(), file_size, queues: std::sync::RwLock::new(queues), starts })
     }
 
     pub fn get(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
@@ -356,8 +372,20 @@ impl ConsumeQueueTable {
             return Ok(q.clone());
         }
         let q = Arc::new(ConsumeQueue::load(&self.root, topic, queue_id, self.file_size)?);
+        q.set_log_start(self.starts.get(topic, queue_id));
         topic_queues.insert(queue_id, q.clone());
         Ok(q)
+    }
+
+    /// Raises a queue's log start to `offset` (at most the queue's end), on disk before any
+    /// reader sees it. Returns the queue's min offset afterwards (0 for a queue never written).
+    pub fn advance_log_start(&self, topic: &str, queue_id: i32, offset: i64) -> Result<i64, StoreError> {
+        let Some(q) = self.get(topic, queue_id) else { return Ok(0) };
+        let target = offset.min(q.max_offset_in_queue());
+        if target > q.min_offset_in_queue() {
+            self.starts.advance(topic, queue_id, target, |o| q.set_log_start(o))?;
+        }
+        Ok(q.min_offset_in_queue())
     }
 
     pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
@@ -369,6 +397,7 @@ impl ConsumeQueueTable {
         if !is_path_component(topic) {
             return Err(StoreError::IllegalTopic(shown(topic)));
         }
+        self.starts.remove_topic(topic)?;
         let removed = self.queues.write().unwrap_or_else(|e| e.into_inner()).remove(topic).unwrap_or_default();
         for q in removed.into_values() {
             q.destroy()?;

@@ -305,3 +305,35 @@ impl MessageStore {
         self.queue(topic, queue_id)?.unit(offset).map(|u| u.tags_code)
     }
 }
+
+impl MessageStore {
+    /// Raises the log start offset of a queue to `offset` (at most its end; never lower), on
+    /// disk before the call returns (blocking: call it off the async workers). Returns the
+    /// queue's min offset afterwards: Kafka's low watermark.
+    pub fn advance_log_start(&self, topic: &str, queue_id: i32, offset: i64) -> Result<i64, super::StoreError> {
+        self.inner.queues.advance_log_start(topic, queue_id, offset)
+    }
+
+    /// The record sizes of up to `max` ConsumeQueue units from queue offset `from` (a blank
+    /// unit counts 0), for `retention.bytes`; fewer at the queue's end.
+    pub fn unit_sizes(&self, topic: &str, queue_id: i32, from: i64, max: usize) -> Vec<i64> {
+        let Some(q) = self.inner.queues.get(topic, queue_id) else { return Vec::new() };
+        let end = q.max_offset_in_queue();
+        let mut out = Vec::with_capacity(max.min(64 * 1024));
+        let mut at = from.max(0);
+        while out.len() < max && at < end {
+            let Some(units) = q.units_from(at) else { break };
+            let before = out.len();
+            for chunk in units.chunks_exact(CQ_UNIT_SIZE).take(max - out.len()) {
+                let unit = super::consume_queue::CqUnit::decode(chunk);
+                out.push(unit.filter(|u| u.is_valid() && !u.is_blank()).map_or(0, |u| i64::from(u.size)));
+            }
+            if out.len() == before {
+                break;
+            }
+            at += (out.len() - before) as i64;
+        }
+        out.truncate(usize::try_from(end - from.max(0)).unwrap_or(0).min(out.len()));
+        out
+    }
+}

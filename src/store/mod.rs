@@ -14,6 +14,7 @@
 //! <root>/commitlog/00000000000000000000     records, 1 GiB segments (commit_log/record.rs)
 //! <root>/consumequeue/<topic>/<queueId>/…   20-byte units: offset:i64 size:i32 tagsCode:i64
 //! <root>/index/yyyyMMddHHmmssSSS           40-byte header, hash slots, 20-byte entries
+//! <root>/config/logStartOffset.json         log start offsets (DeleteRecords, topic retention)
 //! <root>/checkpoint                         physicMsgTimestamp logicsMsgTimestamp indexMsgTimestamp …
 //! <root>/abort                              present while running: its presence means a crash
 //! <root>/lock                               exclusive process lock
@@ -30,6 +31,7 @@ pub mod get;
 mod group_commit;
 mod housekeeping;
 pub mod index;
+pub mod log_start;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 mod message_store;

@@ -71,11 +71,11 @@ fn expired_files_go_but_never_the_last() {
 fn table_loads_existing_queues() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let t = ConsumeQueueTable::load(dir.path(), 100).unwrap();
+        let t = ConsumeQueueTable::load(dir.path(), 100, starts(dir.path())).unwrap();
         t.get_or_create("A", 0).unwrap().put(unit(0), 0).unwrap();
         t.get_or_create("B", 3).unwrap().put(unit(100), 0).unwrap();
     }
-    let t = ConsumeQueueTable::load(dir.path(), 100).unwrap();
+    let t = ConsumeQueueTable::load(dir.path(), 100, starts(dir.path())).unwrap();
     assert_eq!(t.all().len(), 2);
     assert!(t.get("B", 3).is_some());
     t.remove_topic("A").unwrap();
@@ -104,4 +104,33 @@ fn unit_ends_saturate() {
     assert_eq!(damaged.end(), i64::MAX);
     assert!(!CqUnit { commit_log_offset: -5, size: 10, tags_code: 0 }.is_valid());
     assert!(!CqUnit { commit_log_offset: 5, size: -10, tags_code: 0 }.is_valid());
+}
+
+fn starts(dir: &std::path::Path) -> crate::store::log_start::LogStarts {
+    crate::store::log_start::LogStarts::load(&dir.join("logStartOffset.json")).unwrap()
+}
+
+/// DeleteRecords and topic retention: the log start raises the min offset (never past the end,
+/// never down), survives a reload, and goes with the topic.
+#[test]
+fn the_log_start_raises_the_min_offset_and_survives_a_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let t = ConsumeQueueTable::load(dir.path(), 100, starts(dir.path())).unwrap();
+        let q = t.get_or_create("A", 0).unwrap();
+        for i in 0..6 {
+            q.put(unit(i * 100), i).unwrap();
+        }
+        assert_eq!(t.advance_log_start("A", 0, 4).unwrap(), 4);
+        assert_eq!(q.min_offset_in_queue(), 4);
+        assert_eq!(t.advance_log_start("A", 0, 2).unwrap(), 4, "never lowers");
+        assert_eq!(t.advance_log_start("A", 0, 99).unwrap(), 6, "at most the end");
+        assert_eq!(t.advance_log_start("B", 0, 3).unwrap(), 0, "no queue: nothing recorded");
+    }
+    let t = ConsumeQueueTable::load(dir.path(), 100, starts(dir.path())).unwrap();
+    assert_eq!(t.get("A", 0).unwrap().min_offset_in_queue(), 6);
+    t.remove_topic("A").unwrap();
+    let q = t.get_or_create("A", 0).unwrap();
+    q.put(unit(0), 0).unwrap();
+    assert_eq!(q.min_offset_in_queue(), 0, "a re-created topic starts afresh");
 }

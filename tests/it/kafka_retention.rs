@@ -1,0 +1,259 @@
+//! Kafka topic configs kept (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs),
+//! DeleteRecords moving the log start both doors see, and per-topic retention enforced (#27.4).
+
+use std::time::Duration;
+
+use ferrocket::store::{AcceptAll, GetMessageStatus};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+use super::broker_harness::*;
+use super::kafka::{batch, first, kafka_broker, name, produce, Conn};
+
+fn st(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_owned())
+}
+
+async fn create_with(
+    c: &mut Conn,
+    topic: &str,
+    configs: &[(&str, &str)],
+) -> create_topics_response::CreatableTopicResult {
+    let configs =
+        configs.iter().map(|(k, v)| CreatableTopicConfig::default().with_name(st(k)).with_value(Some(st(v)))).collect();
+    let req = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(1)
+        .with_replication_factor(1)
+        .with_configs(configs)]);
+    let r: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, &req).await;
+    r.topics.into_iter().next().unwrap()
+}
+
+/// (value, source) of each described config of `topic`.
+async fn describe(c: &mut Conn, topic: &str) -> Vec<(String, String, i8)> {
+    let req = DescribeConfigsRequest::default().with_resources(vec![
+        describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(st(topic))
+            .with_configuration_keys(None),
+    ]);
+    let r: DescribeConfigsResponse = c.call(ApiKey::DescribeConfigs, 4, &req).await;
+    assert_eq!(r.results[0].error_code, 0);
+    r.results[0]
+        .configs
+        .iter()
+        .map(|e| (e.name.to_string(), e.value.as_deref().unwrap_or("").to_owned(), e.config_source))
+        .collect()
+}
+
+fn get<'a>(d: &'a [(String, String, i8)], key: &str) -> (&'a str, i8) {
+    d.iter().find(|e| e.0 == key).map(|e| (e.1.as_str(), e.2)).unwrap_or_else(|| panic!("{key} not described"))
+}
+
+async fn incremental(
+    c: &mut Conn,
+    topic: &str,
+    ops: &[(&str, i8, Option<&str>)],
+    validate_only: bool,
+) -> (i16, String) {
+    let configs = ops
+        .iter()
+        .map(|(k, op, v)| {
+            incremental_alter_configs_request::AlterableConfig::default()
+                .with_name(st(k))
+                .with_config_operation(*op)
+                .with_value(v.map(st))
+        })
+        .collect();
+    let req = IncrementalAlterConfigsRequest::default().with_validate_only(validate_only).with_resources(vec![
+        incremental_alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(st(topic))
+            .with_configs(configs),
+    ]);
+    let r: IncrementalAlterConfigsResponse = c.call(ApiKey::IncrementalAlterConfigs, 1, &req).await;
+    let res = &r.responses[0];
+    (res.error_code, res.error_message.as_deref().unwrap_or("").to_owned())
+}
+
+const DYNAMIC: i8 = 1;
+const DEFAULT: i8 = 5;
+const INVALID_CONFIG: i16 = 40;
+
+/// Before: CreateTopics dropped its configs, DescribeConfigs read back the broker-wide 72 h, and
+/// there was no AlterConfigs. Now configs are checked, kept across a restart and changed as Kafka.
+#[tokio::test]
+async fn topic_configs_are_kept_altered_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    // What Kafka Streams sends for a repartition topic.
+    let repartition = [
+        ("cleanup.policy", "delete"),
+        ("segment.bytes", "52428800"),
+        ("retention.ms", "-1"),
+        ("message.timestamp.type", "CreateTime"),
+    ];
+    let r = create_with(&mut c, "app-repartition", &repartition).await;
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    let created = r.configs.unwrap();
+    assert!(created
+        .iter()
+        .any(|e| &*e.name == "retention.ms" && e.value.as_deref() == Some("-1") && e.config_source == DYNAMIC));
+    let d = describe(&mut c, "app-repartition").await;
+    assert_eq!(get(&d, "retention.ms"), ("-1", DYNAMIC));
+    assert_eq!(get(&d, "cleanup.policy"), ("delete", DYNAMIC));
+    assert_eq!(get(&d, "segment.bytes"), ("52428800", DYNAMIC));
+    assert_eq!(get(&d, "retention.bytes"), ("-1", DEFAULT));
+    // Refused: compaction (not built), unknown keys, a second replica; nothing is created.
+    for configs in [
+        [("cleanup.policy", "compact")],
+        [("cleanup.policy", "compact,delete")],
+        [("no.such.config", "1")],
+        [("min.insync.replicas", "2")],
+    ] {
+        let r = create_with(&mut c, "refused", &configs).await;
+        assert_eq!(r.error_code, INVALID_CONFIG, "{configs:?}");
+        assert!(r.error_message.is_some_and(|m| !m.is_empty()));
+    }
+    assert!(b.inner.core.topics.get("refused").is_none());
+    // IncrementalAlterConfigs: validate_only changes nothing; SET, DELETE, APPEND as Kafka.
+    assert_eq!(incremental(&mut c, "app-repartition", &[("retention.bytes", 0, Some("4096"))], true).await.0, 0);
+    assert_eq!(get(&describe(&mut c, "app-repartition").await, "retention.bytes"), ("-1", DEFAULT));
+    let ops = [("retention.bytes", 0, Some("4096")), ("retention.ms", 1, None), ("cleanup.policy", 2, Some("delete"))];
+    assert_eq!(incremental(&mut c, "app-repartition", &ops, false).await.0, 0);
+    let (code, why) = incremental(&mut c, "app-repartition", &[("cleanup.policy", 2, Some("compact"))], false).await;
+    assert_eq!(code, INVALID_CONFIG);
+    assert!(why.contains("compact"), "{why}");
+    // AlterConfigs replaces the whole set.
+    let alter =
+        AlterConfigsRequest::default().with_resources(vec![alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(st("app-repartition"))
+            .with_configs(vec![alter_configs_request::AlterableConfig::default()
+                .with_name(st("retention.ms"))
+                .with_value(Some(st("86400000")))])]);
+    let r: AlterConfigsResponse = c.call(ApiKey::AlterConfigs, 2, &alter).await;
+    assert_eq!(r.responses[0].error_code, 0);
+    b.stop().await;
+    // Kept in topics.json: read back after a restart.
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    let d = describe(&mut c, "app-repartition").await;
+    assert_eq!(get(&d, "retention.ms"), ("86400000", DYNAMIC));
+    assert_eq!(get(&d, "retention.bytes"), ("-1", DEFAULT), "AlterConfigs reset what it did not name");
+    assert_eq!(get(&d, "segment.bytes").1, DEFAULT);
+    let attributes = b.inner.core.topics.get("app-repartition").unwrap().attributes;
+    assert_eq!(attributes.get("retention.ms").map(String::as_str), Some("86400000"));
+    b.stop().await;
+}
+
+async fn delete_records(c: &mut Conn, topic: &str, offset: i64) -> (i16, i64) {
+    let req = DeleteRecordsRequest::default().with_timeout_ms(5000).with_topics(vec![
+        delete_records_request::DeleteRecordsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![delete_records_request::DeleteRecordsPartition::default().with_offset(offset)]),
+    ]);
+    let r: DeleteRecordsResponse = c.call(ApiKey::DeleteRecords, 2, &req).await;
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.low_watermark)
+}
+
+async fn earliest(c: &mut Conn, topic: &str) -> i64 {
+    let lo = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        list_offsets_request::ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![list_offsets_request::ListOffsetsPartition::default().with_timestamp(-2)]),
+    ]);
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &lo).await;
+    r.topics[0].partitions[0].offset
+}
+
+async fn fetch_code(c: &mut Conn, topic: &str, offset: i64) -> i16 {
+    let fetch =
+        FetchRequest::default().with_replica_id(BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(
+            vec![fetch_request::FetchTopic::default().with_topic(name(topic)).with_partitions(vec![
+                fetch_request::FetchPartition::default().with_fetch_offset(offset).with_partition_max_bytes(1 << 20),
+            ])],
+        );
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch).await;
+    r.responses[0].partitions[0].error_code
+}
+
+/// Before: DeleteRecords was not served (the connection closed). Now it moves the log start that
+/// ListOffsets, Fetch and RocketMQ pulls all honour, never lowers it, and it survives a restart.
+#[tokio::test]
+async fn delete_records_moves_the_log_start_both_doors_see() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    super::kafka::create(&mut c, "purged", 1).await;
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("purged", 1, batch(5, None))).await;
+    assert_eq!(first(&r), (0, 0));
+    assert_eq!(delete_records(&mut c, "purged", 3).await, (0, 3));
+    assert_eq!(earliest(&mut c, "purged").await, 3);
+    assert_eq!(fetch_code(&mut c, "purged", 1).await, 1, "below the start: OFFSET_OUT_OF_RANGE");
+    assert_eq!(fetch_code(&mut c, "purged", 3).await, 0);
+    let pull = b.inner.store.get_message("purged", 0, 1, 32, 1 << 20, &AcceptAll);
+    assert_eq!(
+        (pull.status, pull.next_begin_offset),
+        (GetMessageStatus::OffsetTooSmall, 3),
+        "a RocketMQ pull is moved"
+    );
+    assert_eq!(delete_records(&mut c, "purged", 9).await.0, 1, "beyond the high watermark");
+    assert_eq!(delete_records(&mut c, "purged", 2).await, (0, 3), "never lowers");
+    assert_eq!(delete_records(&mut c, "purged", -1).await, (0, 5), "-1: the high watermark");
+    assert_eq!(delete_records(&mut c, "nope", 0).await.0, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+    b.stop().await;
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    assert_eq!(earliest(&mut c, "purged").await, 5, "the start survives a restart");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("purged", 1, batch(1, None))).await;
+    assert_eq!(first(&r), (0, 5), "offsets go on");
+    b.stop().await;
+}
+
+/// Polls `earliest` until `done` or 20 s pass.
+async fn wait_earliest(c: &mut Conn, topic: &str, done: impl Fn(i64) -> bool) -> i64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let e = earliest(c, topic).await;
+        if done(e) || tokio::time::Instant::now() > deadline {
+            return e;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Before: retention.ms per topic was accepted and ignored. Now the sweep (every
+/// kafkaLogRetentionCheckIntervalMs) moves the start past what retention.ms and retention.bytes
+/// no longer keep; a topic without them keeps everything.
+#[tokio::test]
+async fn per_topic_retention_ms_and_bytes_are_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.kafka_listen_port = KAFKA_ANY_PORT;
+        c.kafka_log_retention_check_interval_ms = 100;
+    })
+    .await;
+    let mut c = Conn::open(b.kafka_port.unwrap()).await;
+    super::kafka::create(&mut c, "kept", 1).await;
+    assert_eq!(create_with(&mut c, "by-time", &[("retention.ms", "1")]).await.error_code, 0);
+    super::kafka::create(&mut c, "by-size", 1).await;
+    for t in ["kept", "by-time", "by-size"] {
+        let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce(t, 1, batch(6, None))).await;
+        assert_eq!(first(&r), (0, 0));
+    }
+    // retention.bytes = the size of the newest two stored records (+1).
+    b.inner.store.await_dispatched(Duration::from_secs(5)).await;
+    let sizes = b.inner.store.unit_sizes("by-size", 0, 0, 100);
+    assert_eq!(sizes.len(), 6);
+    let limit = (sizes[4] + sizes[5] + 1).to_string();
+    assert_eq!(incremental(&mut c, "by-size", &[("retention.bytes", 0, Some(&limit))], false).await.0, 0);
+    assert_eq!(wait_earliest(&mut c, "by-time", |e| e == 6).await, 6, "retention.ms: everything older than 1 ms goes");
+    assert_eq!(wait_earliest(&mut c, "by-size", |e| e == 4).await, 4, "retention.bytes keeps the newest two");
+    assert_eq!(earliest(&mut c, "kept").await, 0, "no retention set: nothing goes");
+    b.stop().await;
+}
