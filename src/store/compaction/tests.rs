@@ -229,3 +229,19 @@ async fn retention_keeps_what_a_compacted_queue_still_needs() {
     assert_eq!(got, want, "the live set survives the CommitLog's retention");
     store.shutdown().unwrap();
 }
+
+#[tokio::test]
+async fn the_background_round_compacts_a_queue_above_its_dirty_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.compaction_interval = Duration::from_millis(20);
+    let store = open(c, 60_000);
+    put(&store, &[(Some("a"), Some("1")), (Some("a"), Some("2")), (Some("b"), Some("1"))]).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.compacted_end(T, 0) < 3 {
+        assert!(std::time::Instant::now() < deadline, "no background pass");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(read_all(&store, 0), vec![row(1, "a", "2"), row(2, "b", "1")]);
+    store.shutdown().unwrap();
+}
