@@ -108,11 +108,18 @@ pub struct Parts {
 
 impl Core {
     pub fn new(p: Parts) -> Self {
+        let topics = Arc::new(p.topics);
+        // Compaction asks which topics are compacted: the `cleanup.policy` attribute both doors
+        // write (RocketMQ `+cleanup.policy=COMPACTION`, Kafka `compact`).
+        let policies = topics.clone();
+        p.store.set_compaction_lookup(Arc::new(move |topic| {
+            policies.get(topic).and_then(|tc| crate::store::compaction::CompactionPolicy::of(&tc.attributes))
+        }));
         Self {
             live: Arc::new(LiveConfig::new(&p.config)),
             config: p.config,
             store: p.store,
-            topics: Arc::new(p.topics),
+            topics,
             groups: Arc::new(p.groups),
             offsets: Arc::new(p.offsets),
             hold: p.hold,

@@ -101,6 +101,13 @@ config_struct! {
         clean_file_forcibly_enable: bool = true => "cleanFileForciblyEnable",
         clean_resource_interval: u64 = 10_000 => "cleanResourceInterval",
         delete_file_batch_max: usize = 10 => "deleteFileBatchMax",
+        /// Compacted topics (`cleanup.policy` COMPACTION / compact) are compacted.
+        enable_compaction: bool = true => "enableCompaction",
+        /// Ms between compaction rounds (Java's spelling; Kafka's `log.cleaner.backoff.ms`
+        /// default, not Java's 15 minutes).
+        compaction_schedule_internal: u64 = 15_000 => "compactionScheduleInternal",
+        /// Bytes of one pass's offset map (Kafka's `log.cleaner.dedupe.buffer.size`).
+        max_offset_map_size: usize = 100 * 1024 * 1024 => "maxOffsetMapSize",
         max_message_size: usize = 4 * 1024 * 1024 => "maxMessageSize",
         flush_interval_commit_log: u64 = 500 => "flushIntervalCommitLog",
         flush_commit_log_least_pages: usize = 4 => "flushCommitLogLeastPages",
@@ -419,6 +426,9 @@ impl BrokerConfig {
             max_filter_message_size: self.max_filter_message_size,
             default_query_max_num: self.default_query_max_num,
             delay_level_millis: self.delay_levels().unwrap_or_default(),
+            enable_compaction: self.enable_compaction,
+            compaction_interval: ms(self.compaction_schedule_internal.max(1)),
+            max_offset_map_size: self.max_offset_map_size,
         }
     }
 

@@ -59,6 +59,14 @@ pub struct StoreConfig {
     /// Delay of each level in ms (`messageDelayLevel`, level 1 first): the ConsumeQueue tag code
     /// of a SCHEDULE_TOPIC_XXXX message is its delivery time.
     pub delay_level_millis: Vec<i64>,
+    /// `enableCompaction`: compacted topics are compacted (off: read and kept like any topic).
+    pub enable_compaction: bool,
+    /// `compactionScheduleInternal` (Java's spelling): time between compaction rounds (Kafka's
+    /// `log.cleaner.backoff.ms`).
+    pub compaction_interval: Duration,
+    /// `maxOffsetMapSize`: bytes the offset map of one pass may take (Kafka's
+    /// `log.cleaner.dedupe.buffer.size`); a dirty range with more keys takes several passes.
+    pub max_offset_map_size: usize,
 }
 
 impl Default for StoreConfig {
@@ -102,6 +110,9 @@ impl Default for StoreConfig {
                 .iter()
                 .map(|s| s * 1000)
                 .collect(),
+            enable_compaction: true,
+            compaction_interval: Duration::from_secs(15),
+            max_offset_map_size: 100 * 1024 * 1024,
         }
     }
 }
@@ -117,6 +128,11 @@ impl StoreConfig {
 
     pub fn index_dir(&self) -> PathBuf {
         self.store_path_root_dir.join("index")
+    }
+
+    /// Compacted queues (`compaction/<topic>/<queueId>/`).
+    pub fn compaction_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("compaction")
     }
 
     pub fn checkpoint_path(&self) -> PathBuf {

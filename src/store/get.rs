@@ -6,6 +6,7 @@
 use tracing::warn;
 
 use super::commit_log::record;
+use super::compaction;
 use super::consume_queue::{ConsumeQueue, CQ_UNIT_SIZE};
 use super::mapped_file::MappedSlice;
 use super::message_store::MessageStore;
@@ -72,8 +73,10 @@ impl MessageStore {
         self.queue(topic, queue_id).map_or(0, |q| q.max_offset_in_queue())
     }
 
+    /// The first offset still readable: a compacted queue's base once it has a compacted log.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        self.queue(topic, queue_id).map_or(0, |q| q.min_offset_in_queue())
+        let cq_min = self.queue(topic, queue_id).map_or(0, |q| q.min_offset_in_queue());
+        compaction::service::min_offset(&self.inner, topic, queue_id).map_or(cq_min, |base| base.min(cq_min))
     }
 
     /// Reads up to `max_msg_nums` messages from queue offset `offset` (`getMessage`).
@@ -102,6 +105,14 @@ impl MessageStore {
         };
         r.min_offset = cq.min_offset_in_queue();
         r.max_offset = cq.max_offset_in_queue();
+        if let Some(base) = compaction::service::min_offset(&self.inner, topic, queue_id) {
+            r.min_offset = r.min_offset.min(base);
+            if let Some(got) =
+                self.get_compacted(r.clone(), topic, queue_id, offset, max_msg_nums, max_total_bytes, filter)
+            {
+                return got;
+            }
+        }
         let (status, next) = if r.max_offset == 0 {
             (GetMessageStatus::NoMessageInQueue, 0)
         } else if offset < r.min_offset {
@@ -189,6 +200,42 @@ impl MessageStore {
         r
     }
 
+    /// A read below a compacted end: from the compacted log, then (if it had nothing left to
+    /// give) from the ConsumeQueue at the compacted end. `None` when `offset` is not below it.
+    #[allow(clippy::too_many_arguments)]
+    fn get_compacted(
+        &self,
+        r: GetMessageResult,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: usize,
+        max_total_bytes: usize,
+        filter: &dyn MessageFilter,
+    ) -> Option<GetMessageResult> {
+        let max_scan = self.inner.config.max_filter_message_size.max(max_msg_nums * CQ_UNIT_SIZE) / CQ_UNIT_SIZE;
+        let c = &self.inner.config;
+        // `isTheBatchFull` with the in-memory limits: a compacted log is small and read often.
+        let full = |size: usize, count: usize, bytes: usize| {
+            count > 0
+                && (count + 1 > max_msg_nums.min(c.max_transfer_count_on_message_in_memory)
+                    || bytes + size > max_total_bytes.min(c.max_transfer_bytes_on_message_in_memory))
+        };
+        let matches = |tags: i64, rec: &[u8]| filter.matches_tags_code(tags) && filter.matches_record(rec);
+        let got = compaction::service::read(&self.inner, topic, queue_id, offset, max_scan.max(1), full, matches)?;
+        if got.messages.is_empty() && got.next >= got.end {
+            // Nothing kept from `offset` to the compacted end: the ConsumeQueue goes on from there.
+            return (got.end > offset)
+                .then(|| self.get_message(topic, queue_id, got.end, max_msg_nums, max_total_bytes, filter));
+        }
+        let mut r = r;
+        r.status = if got.messages.is_empty() { GetMessageStatus::NoMatchedMessage } else { GetMessageStatus::Found };
+        r.next_begin_offset = got.next;
+        r.buffer_total_size = got.bytes;
+        r.messages = got.messages;
+        Some(r)
+    }
+
     /// `isTheBatchFull`.
     fn batch_full(&self, size: usize, max_nums: usize, max_bytes: usize, r: &GetMessageResult, in_disk: bool) -> bool {
         let c = &self.inner.config;
@@ -271,6 +318,7 @@ impl MessageStore {
     pub fn delete_topics(&self, topics: &[String]) -> Result<(), super::StoreError> {
         for t in topics {
             self.inner.queues.remove_topic(t)?;
+            self.inner.compaction.remove_topic(t)?;
             self.inner.commit_log.remove_topic_offsets(t);
         }
         Ok(())
@@ -335,5 +383,42 @@ impl MessageStore {
         }
         out.truncate(usize::try_from(end - from.max(0)).unwrap_or(0).min(out.len()));
         out
+    }
+}
+
+/// Compacted topics (`compaction/`): which topics are, passes on demand, where a queue stands.
+impl MessageStore {
+    /// Tells the store which topics are compacted (asked per queue by the compaction round and
+    /// by retention, never on a read): the broker answers from the topics' `cleanup.policy`.
+    pub fn set_compaction_lookup(&self, lookup: compaction::CompactionLookup) {
+        self.inner.compaction.set_lookup(lookup);
+    }
+
+    /// Compacts one queue now, whatever its dirty ratio (admin, tests, the benchmark): `None`
+    /// if the topic is not compacted (or `enableCompaction=false`) or has no such queue.
+    pub fn compact_now(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        now_ms: i64,
+    ) -> Result<Option<compaction::CompactionStats>, super::StoreError> {
+        use super::compaction::service;
+        let (Some(policy), Some(cq)) = (service::policy(&self.inner, topic), self.inner.queues.get(topic, queue_id))
+        else {
+            return Ok(None);
+        };
+        service::compact_queue(&self.inner, &cq, &policy, now_ms, true)
+    }
+
+    /// The compacted end of a queue: offsets below it are read from its compacted log (0: none).
+    pub fn compacted_end(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.compaction.get(topic, queue_id).map_or(0, |q| q.current().end)
+    }
+
+    /// Makes the next compaction pass stop after writing its generation, before the commit, as
+    /// a crash there would (tests).
+    #[doc(hidden)]
+    pub fn inject_compaction_crash(&self) {
+        self.inner.compaction.crash_next_pass.store(true, std::sync::atomic::Ordering::Release);
     }
 }

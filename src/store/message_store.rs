@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use super::checkpoint::Checkpoint;
 use super::commit_log::{AppendResult, CommitLog};
+use super::compaction::CompactionTable;
 use super::consume_queue::ConsumeQueueTable;
 use super::group_commit::GroupCommit;
 use super::index::IndexService;
@@ -84,11 +85,13 @@ impl MessageStore {
         let queues = ConsumeQueueTable::load(&config.consume_queue_dir(), config.consume_queue_file_size(), starts)?;
         let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
         let index = IndexService::load(&config, last_exit_ok, checkpoint.index_msg_timestamp())?;
+        let compaction = CompactionTable::load(&config.compaction_dir())?;
         let inner = Arc::new(Inner {
             config,
             commit_log,
             queues,
             index,
+            compaction,
             checkpoint,
             group_commit: GroupCommit::default(),
             reput_from: AtomicU64::new(0),
@@ -118,12 +121,13 @@ impl MessageStore {
 
     fn start_threads(&self) -> Result<(), StoreError> {
         type Job = fn(&Inner);
-        let jobs: [(&str, Job); 5] = [
+        let jobs: [(&str, Job); 6] = [
             ("ferrocket-flush", super::flush::run),
             ("ferrocket-prefault", super::prefault::run),
             ("ferrocket-dispatch", super::dispatch::run),
             ("ferrocket-cq-flush", super::housekeeping::run_consume_queue_flush),
             ("ferrocket-clean", super::retention::run),
+            ("ferrocket-compact", super::compaction::service::run),
         ];
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         for (name, job) in jobs {

@@ -7,7 +7,7 @@
 //! can share it. The rule is the `store` line of docs/architecture.md, checked by tests/it/layering.rs.
 //!
 //! Inside, `state.rs` holds what the threads share (`Inner`); the services (`dispatch`, `flush`, `prefault`,
-//! `housekeeping`, `recovery`, `retention`) work on it, and `message_store.rs` (the facade: open,
+//! `housekeeping`, `recovery`, `retention`, `compaction::service`) work on it, and `message_store.rs` (the facade: open,
 //! put, shutdown) starts them. Services never import the facade (tests/it/layering.rs).
 //!
 //! ```text
@@ -16,6 +16,7 @@
 //! <root>/index/yyyyMMddHHmmssSSS           40-byte header, hash slots, 20-byte entries
 //! <root>/config/logStartOffset.json         log start offsets (DeleteRecords, topic retention)
 //! <root>/checkpoint                         physicMsgTimestamp logicsMsgTimestamp indexMsgTimestamp …
+//! <root>/compaction/<topic>/<queueId>/     compacted queues: state, <gen>.log, <gen>.idx (compaction/)
 //! <root>/abort                              present while running: its presence means a crash
 //! <root>/lock                               exclusive process lock
 //! <root>/timerwheel, timerlog/, config/timercheck   timer messages (timer/)
@@ -23,6 +24,7 @@
 
 pub mod checkpoint;
 pub mod commit_log;
+pub mod compaction;
 pub mod config;
 pub mod consume_queue;
 mod dispatch;

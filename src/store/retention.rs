@@ -7,6 +7,8 @@
 //!   disk used > diskMaxUsedSpaceRatio (75)        clean expired files now, not only at deleteWhen
 //!   hour in deleteWhen ("04")                      clean expired files (older than fileReservedTime)
 //! then ConsumeQueue and index files wholly behind the CommitLog's new minimum go too.
+//! never: a segment holding a record a compacted queue still needs (at or above its compacted
+//! end: compaction::service::retention_floor), expired or not, disk full or not.
 //! ```
 //! Unlike the Java broker, writes resume by themselves once usage falls below the force-clean
 //! ratio.
@@ -96,6 +98,7 @@ pub(super) fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result
 fn delete_commit_log_files(inner: &Inner, now: SystemTime, force: bool) -> Result<usize, StoreError> {
     let reserved = Duration::from_secs(inner.config.file_reserved_time * 3600);
     let segments = inner.commit_log.segments();
+    let floor = super::compaction::service::retention_floor(inner).unwrap_or(u64::MAX);
     let mut n = 0;
     for seg in segments.iter().take(segments.len().saturating_sub(1)).take(inner.config.delete_file_batch_max) {
         let expired = match seg.last_modified() {
@@ -106,8 +109,11 @@ fn delete_commit_log_files(inner: &Inner, now: SystemTime, force: bool) -> Resul
             }
         };
         // A segment the dispatcher has not finished with must stay.
-        let dispatched = seg.file_from_offset() + seg.size() as u64 <= inner.reput_from.load(Ordering::Acquire);
-        if !(expired || force) || !dispatched {
+        let end = seg.file_from_offset() + seg.size() as u64;
+        let dispatched = end <= inner.reput_from.load(Ordering::Acquire);
+        // The live set of a compacted queue is in its compacted log below its compacted end and
+        // in the CommitLog from there on: that part stays.
+        if !(expired || force) || !dispatched || end > floor {
             break;
         }
         n += 1;

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! message_store (facade, threads) --> dispatch, flush, housekeeping, recovery, retention --> state
-//! state --> commit_log, consume_queue, index, checkpoint, group_commit, config
+//! state --> commit_log, consume_queue, index, checkpoint, group_commit, config, compaction::table
 //! ```
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -16,6 +16,7 @@ use tracing::error;
 
 use super::checkpoint::Checkpoint;
 use super::commit_log::CommitLog;
+use super::compaction::table::CompactionTable;
 use super::consume_queue::ConsumeQueueTable;
 use super::group_commit::GroupCommit;
 use super::index::IndexService;
@@ -38,6 +39,8 @@ pub struct Inner {
     pub(super) commit_log: CommitLog,
     pub(super) queues: ConsumeQueueTable,
     pub(super) index: IndexService,
+    /// Compacted queues and which topics are compacted.
+    pub(super) compaction: CompactionTable,
     pub(super) checkpoint: Checkpoint,
     pub(super) group_commit: GroupCommit,
     pub(super) reput_from: AtomicU64,
