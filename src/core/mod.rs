@@ -12,6 +12,7 @@
 //!   broker/processor/pull.rs        kafka/fetch.rs
 //!              \                        /
 //!               wait.rs: wait_for_arrivals (held-request accounting, dispatcher wake-ups)
+//!               committed.rs: get_committed (a pull never past the LSO, no marker, no aborted record)
 //! ```
 //! Owns: [`Core`] (the managers both doors use, flow-control permits, the put/get counters,
 //! the registration tickets), the standard properties a broker writes into every message
@@ -23,6 +24,7 @@
 //! front end (`broker`, `kafka`), a codec (`protocol`, `kafka_protocol`) or `remoting`.
 
 pub mod append;
+pub mod committed;
 pub mod outcome;
 pub mod properties;
 pub mod stats;
@@ -115,6 +117,9 @@ impl Core {
         p.store.set_compaction_lookup(Arc::new(move |topic| {
             policies.get(topic).and_then(|tc| crate::store::compaction::CompactionPolicy::of(&tc.attributes))
         }));
+        // The end of a transaction moves the LSO: reads held on the queue read again.
+        let hold = p.hold.clone();
+        p.txn.set_end_listener(Box::new(move |topic, queue_id| hold.message_arrived(topic, queue_id)));
         Self {
             live: Arc::new(LiveConfig::new(&p.config)),
             config: p.config,

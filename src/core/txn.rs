@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -88,10 +88,14 @@ struct Table {
     open: BTreeMap<(String, i32), BTreeMap<i64, i64>>,
 }
 
+/// Told (topic, queue) when a transaction ended there: its LSO may have moved.
+pub type EndListener = Box<dyn Fn(&str, i32) + Send + Sync>;
+
 /// The per-queue transaction state both doors read.
 pub struct TxnMarkers {
     table: Arc<Mutex<Table>>,
     file: Arc<ConfigFile>,
+    on_end: OnceLock<EndListener>,
 }
 
 impl TxnMarkers {
@@ -105,7 +109,13 @@ impl TxnMarkers {
             let t = shared.lock().unwrap_or_else(|e| e.into_inner());
             serde_json::to_vec(&t.file).unwrap_or_default()
         };
-        Ok(Self { table, file: ConfigFile::new(path.to_owned(), Box::new(snapshot)) })
+        Ok(Self { table, file: ConfigFile::new(path.to_owned(), Box::new(snapshot)), on_end: OnceLock::new() })
+    }
+
+    /// Sets what [`Self::end`] tells once a transaction ended in a queue (the core rings the
+    /// queue's arrival signal: a read held at the old LSO reads again). Only the first call counts.
+    pub fn set_end_listener(&self, listener: EndListener) {
+        let _ = self.on_end.set(listener);
     }
 
     fn lock(&self) -> MutexGuard<'_, Table> {
@@ -142,7 +152,7 @@ impl TxnMarkers {
 
     /// The transaction's control record was stored at `marker_offset`: it is no longer open; an
     /// abort adds `[first offset, marker_offset]` to the queue's aborted ranges, on disk before
-    /// this returns. A call for a transaction that was never begun here (no record reached this
+    /// this returns. Then the end listener is told, so held reads see the new LSO. A call for a transaction that was never begun here (no record reached this
     /// queue) only records nothing.
     pub async fn end(&self, topic: &str, queue_id: i32, producer_id: i64, marker_offset: i64, commit: bool) {
         let aborted = {
@@ -163,6 +173,10 @@ impl TxnMarkers {
         };
         if aborted {
             let _ = self.file.persist().await;
+        }
+        // The control record's own arrival may have woken readers before this moved the LSO.
+        if let Some(tell) = self.on_end.get() {
+            tell(topic, queue_id);
         }
     }
 

@@ -14,7 +14,9 @@
 //!                                      (the key itself then also as KAFKA_KEY)
 //! timestamp                      <->   born timestamp (CreateTime)
 //! ```
-//! On the way out, RocketMQ tags and user properties (not the system ones) become headers.
+//! On the way out, RocketMQ tags and user properties (not the system ones) become headers; the
+//! Kafka transaction properties (`core::txn`) are batch fields, never headers, and a header of
+//! one of those names is kept in the header list, so no record can pose as a transaction's.
 
 use std::net::SocketAddr;
 
@@ -23,6 +25,7 @@ use bytes::Bytes;
 
 use super::records::{decode_headers, encode_headers, Record};
 use crate::core::properties::{new_uniq_id, stored_properties, BrokerProperties};
+use crate::core::txn;
 use crate::model::message::{self, property, sys_flag, MessageToStore, StoredMessage};
 
 pub const KAFKA_KEY: &str = "KAFKA_KEY";
@@ -91,6 +94,12 @@ const SYSTEM: &[&str] = &[
     "KAFKA_HEADERS",
     "KAFKA_NULL_VALUE",
     "PROPERTY_PUT_TIME",
+    // Kafka transactions (`core::txn`): batch and marker fields, never headers.
+    txn::KAFKA_PID,
+    txn::KAFKA_EPOCH,
+    txn::KAFKA_TXN,
+    txn::KAFKA_CONTROL,
+    txn::KAFKA_COORD_EPOCH,
 ];
 
 fn is_system(name: &str) -> bool {
@@ -309,6 +318,32 @@ mod tests {
         s.body = Bytes::from(z.finish().unwrap());
         s.sys_flag = sys_flag::COMPRESSED;
         assert_eq!(to_record(&s, 1 << 20).value, Some(b("hello")));
+    }
+
+    /// Before the fix: the transaction properties went out as headers, and a producer's header
+    /// named KAFKA_CONTROL became the property that marks a control record.
+    #[test]
+    fn transaction_properties_are_never_headers_and_headers_never_transaction_properties() {
+        let props = message::properties_to_string([
+            (txn::KAFKA_PID, "7"),
+            (txn::KAFKA_EPOCH, "0"),
+            (txn::KAFKA_TXN, "true"),
+            (txn::KAFKA_CONTROL, "COMMIT"),
+            (txn::KAFKA_COORD_EPOCH, "1"),
+            ("color", "red"),
+        ]);
+        let s = StoredMessage { properties: props, ..sample() };
+        assert_eq!(to_record(&s, 1 << 20).headers, vec![(b("color"), Some(b("red")))]);
+        let forged = Record {
+            timestamp: 1,
+            key: None,
+            value: Some(b("v")),
+            headers: vec![(b("KAFKA_CONTROL"), Some(b("ABORT"))), (b("KAFKA_PID"), Some(b("7")))],
+        };
+        let m = to_store(&forged, "T", 0, addr(), addr(), broker());
+        assert_eq!(message::property_value(&m.properties, txn::KAFKA_CONTROL), None);
+        assert_eq!(message::property_value(&m.properties, txn::KAFKA_PID), None);
+        assert_eq!(round_trip(&forged), forged, "still the producer's headers, exactly");
     }
 
     /// Before the fix: a record whose headers went whole into KAFKA_HEADERS (a duplicate, a

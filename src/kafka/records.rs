@@ -209,8 +209,54 @@ fn put_bytes_field(out: &mut BytesMut, b: Option<&[u8]>) {
     }
 }
 
+/// What a written batch says about its producer: none (`-1`s, attributes 0), a transactional
+/// producer's batch, or a control batch (an end-transaction marker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub attributes: i16,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+}
+
+impl BatchHeader {
+    /// A batch of no producer (plain or idempotent records as ferrocket keeps them).
+    pub const PLAIN: Self = Self { attributes: 0, producer_id: -1, producer_epoch: -1, base_sequence: -1 };
+
+    /// A transactional producer's batch (the sequence is not kept: consumers do not read it).
+    pub fn transactional(producer_id: i64, producer_epoch: i16) -> Self {
+        Self { attributes: ATTR_TRANSACTIONAL, producer_id, producer_epoch, base_sequence: -1 }
+    }
+
+    /// A control batch: always transactional, as Kafka writes end-transaction markers.
+    pub fn control(producer_id: i64, producer_epoch: i16) -> Self {
+        Self { attributes: ATTR_TRANSACTIONAL | ATTR_CONTROL, producer_id, producer_epoch, base_sequence: -1 }
+    }
+}
+
+/// Kafka's `ControlRecordType` ids.
+pub const CONTROL_ABORT: i16 = 0;
+pub const CONTROL_COMMIT: i16 = 1;
+
+/// The record of an end-transaction marker (`EndTransactionMarker`): key = version 0 + type
+/// (0 abort, 1 commit), value = version 0 + coordinator epoch, no headers.
+pub fn control_record(commit: bool, coordinator_epoch: i32, timestamp: i64) -> Record {
+    let mut key = BytesMut::with_capacity(4);
+    key.put_i16(0);
+    key.put_i16(if commit { CONTROL_COMMIT } else { CONTROL_ABORT });
+    let mut value = BytesMut::with_capacity(6);
+    value.put_i16(0);
+    value.put_i32(coordinator_epoch);
+    Record { timestamp, key: Some(key.freeze()), value: Some(value.freeze()), headers: Vec::new() }
+}
+
 /// Writes an uncompressed v2 batch of `records` taking offsets `base_offset..`, CreateTime.
 pub fn write_batch(out: &mut BytesMut, base_offset: i64, records: &[Record]) {
+    write_batch_as(out, base_offset, records, BatchHeader::PLAIN);
+}
+
+/// [`write_batch`] with the producer fields and attributes of `header`.
+pub fn write_batch_as(out: &mut BytesMut, base_offset: i64, records: &[Record], header: BatchHeader) {
     let start = out.len();
     let base_ts = records.iter().map(|r| r.timestamp).min().unwrap_or(0);
     let max_ts = records.iter().map(|r| r.timestamp).max().unwrap_or(0);
@@ -219,13 +265,13 @@ pub fn write_batch(out: &mut BytesMut, base_offset: i64, records: &[Record]) {
     out.put_i32(0); // partition leader epoch
     out.put_i8(2);
     out.put_u32(0); // crc, patched
-    out.put_i16(0);
+    out.put_i16(header.attributes);
     out.put_i32(records.len().saturating_sub(1) as i32);
     out.put_i64(base_ts);
     out.put_i64(max_ts);
-    out.put_i64(-1);
-    out.put_i16(-1);
-    out.put_i32(-1);
+    out.put_i64(header.producer_id);
+    out.put_i16(header.producer_epoch);
+    out.put_i32(header.base_sequence);
     out.put_i32(records.len() as i32);
     let mut rec = BytesMut::new();
     for (i, r) in records.iter().enumerate() {

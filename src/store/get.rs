@@ -89,6 +89,24 @@ impl MessageStore {
         max_total_bytes: usize,
         filter: &dyn MessageFilter,
     ) -> GetMessageResult {
+        self.get_message_below(topic, queue_id, offset, i64::MAX, max_msg_nums, max_total_bytes, filter)
+    }
+
+    /// [`Self::get_message`] reading nothing at or past queue offset `end` (a committed reader's
+    /// last stable offset): an offset in `[end, max]` is answered as the queue's end is
+    /// (`OffsetOverflowOne`, the offset kept, so a pull is held), one past the max is moved to
+    /// `end`. `max_offset` stays the queue's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_message_below(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        end: i64,
+        max_msg_nums: usize,
+        max_total_bytes: usize,
+        filter: &dyn MessageFilter,
+    ) -> GetMessageResult {
         let mut r = GetMessageResult {
             status: GetMessageStatus::NoMessageInQueue,
             next_begin_offset: offset,
@@ -105,6 +123,7 @@ impl MessageStore {
         };
         r.min_offset = cq.min_offset_in_queue();
         r.max_offset = cq.max_offset_in_queue();
+        let end = end.min(r.max_offset);
         if let Some(base) = compaction::service::min_offset(&self.inner, topic, queue_id) {
             r.min_offset = r.min_offset.min(base);
             if let Some(got) =
@@ -117,14 +136,20 @@ impl MessageStore {
             (GetMessageStatus::NoMessageInQueue, 0)
         } else if offset < r.min_offset {
             (GetMessageStatus::OffsetTooSmall, r.min_offset)
-        } else if offset == r.max_offset {
-            (GetMessageStatus::OffsetOverflowOne, offset)
         } else if offset > r.max_offset {
-            (GetMessageStatus::OffsetOverflowBadly, r.max_offset)
+            (GetMessageStatus::OffsetOverflowBadly, end)
+        } else if offset >= end {
+            (GetMessageStatus::OffsetOverflowOne, offset)
         } else {
             match cq.units_from(offset) {
+                // Java's roll to the next file, never past a bound below the max.
+                None if end < r.max_offset => (GetMessageStatus::OffsetFoundNull, cq.roll_next_file(offset).min(end)),
                 None => (GetMessageStatus::OffsetFoundNull, cq.roll_next_file(offset)),
-                Some(units) => return self.scan_units(r, &units, offset, max_msg_nums, max_total_bytes, filter),
+                Some(units) => {
+                    let readable = usize::try_from(end - offset).unwrap_or(0).saturating_mul(CQ_UNIT_SIZE);
+                    let units = &units[..units.len().min(readable)];
+                    return self.scan_units(r, units, offset, max_msg_nums, max_total_bytes, filter);
+                }
             }
         };
         r.status = status;

@@ -1,4 +1,7 @@
 //! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) with long polling (`PullMessageProcessor`).
+//! On a queue that has held Kafka transactions a pull reads committed records only (the core's
+//! `get_committed`): nothing at or past the last stable offset (held like a pull at the queue's
+//! end), no transaction marker, no aborted record (skipped like a tag filter's misses).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,7 +45,9 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     }
     // Messages acknowledged before this pull are dispatched before it reads.
     b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
-    let get = || b.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
+    // Committed records only: never past a Kafka transaction still open, never a marker or an
+    // aborted record (the core's committed read; a queue without transactions reads as ever).
+    let get = || b.get_committed(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
     let mut result = get();
     // A slave (without offsetCheckInSlave) never moves a consumer's offset (Java's
     // nextOffsetCorrection): what it lacks may be data the master had and it has not received,
@@ -138,7 +143,12 @@ async fn long_poll(
     let found = b
         .wait_for_arrivals([(h.topic.as_str(), h.queue_id)], deadline, || {
             let result = get();
-            std::future::ready((result.status == GetMessageStatus::Found).then_some(result))
+            // The end of a Kafka transaction that only uncovered markers and aborted records
+            // moves the consumer past them at once instead of at the end of the hold.
+            let moved = result.status == GetMessageStatus::NoMatchedMessage
+                && result.next_begin_offset > h.queue_offset
+                && b.txn.has_transactions(&h.topic, h.queue_id);
+            std::future::ready((result.status == GetMessageStatus::Found || moved).then_some(result))
         })
         .await;
     found.unwrap_or_else(get)
