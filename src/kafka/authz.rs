@@ -20,6 +20,7 @@
 //! DeleteGroups                            admin (GROUP_AUTHORIZATION_FAILED per group)
 //! DescribeConfigs                         topic PUB or SUB; broker resources admin
 //! InitProducerId, DescribeCluster         any authenticated account
+//! transactions                            authz_txn.rs (topic PUB, group SUB, admin to list)
 //! any other API                           admin, else the connection is closed
 //! ```
 
@@ -52,7 +53,10 @@ pub fn gate(k: &Kafka, who: &Authority, user: &str, req: &Request, body: &mut Re
         RequestKind::ListOffsets(r) => list_offsets(who, req, r, &log),
         RequestKind::Metadata(r) => metadata(k, who, req, r, &log),
         RequestKind::InitProducerId(_) | RequestKind::DescribeCluster(_) => Gate::Pass,
-        other => super::authz_groups::gate(who, req, other, &log),
+        other => match super::authz_txn::gate(who, req, other, &log) {
+            Some(gate) => gate,
+            None => super::authz_groups::gate(who, req, other, &log),
+        },
     }
 }
 

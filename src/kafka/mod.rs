@@ -20,7 +20,12 @@
 //!                     |-- metadata.rs   Metadata, topics, configs, cluster
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
 //!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
-//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//!                     |-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//!                     |-- txn.rs        transactions: InitProducerId with a transactional id,
+//!                     |                 AddPartitions/AddOffsetsToTxn, TxnOffsetCommit, EndTxn
+//!                     |                 (txn_coordinator.rs state machine, txn_log.rs on disk,
+//!                     |                 txn_markers.rs control records + timeouts)
+//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions
 //! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
 //! offsets of Kafka groups nobody is in
 //! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
@@ -32,6 +37,7 @@ pub mod api;
 mod authz;
 mod authz_gate;
 mod authz_groups;
+mod authz_txn;
 mod commit_metadata;
 pub mod conn;
 mod fetch;
@@ -48,6 +54,12 @@ pub mod records;
 mod retention;
 mod sasl;
 mod sasl_scram;
+mod txn;
+mod txn_admin;
+mod txn_coordinator;
+mod txn_log;
+mod txn_markers;
+mod txn_meta;
 mod versions;
 
 use std::net::SocketAddr;
@@ -76,6 +88,8 @@ pub struct Kafka {
     retention: retention::GroupRetention,
     /// SCRAM credentials derived from the ACL accounts.
     scram: sasl_scram::Cache,
+    /// The transaction coordinator's table and its log (`config/kafkaTransactions.json`).
+    txns: txn_log::TxnLog,
 }
 
 impl Kafka {
@@ -101,6 +115,14 @@ impl Kafka {
             &c.config_dir().join("kafkaGroupCommits.json"),
             c.kafka_offsets_retention_minutes,
         )?;
+        let txns = txn_log::TxnLog::open(
+            &c.config_dir().join(txn_log::FILE),
+            txn_coordinator::Limits {
+                max_timeout_ms: c.kafka_transaction_max_timeout_ms,
+                expiration_ms: c.kafka_transactional_id_expiration_ms,
+                max_ids: c.kafka_max_transactional_ids,
+            },
+        )?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig {
@@ -116,6 +138,7 @@ impl Kafka {
             commit_metadata,
             retention,
             scram: sasl_scram::Cache::default(),
+            txns,
         }))
     }
 
@@ -125,6 +148,9 @@ impl Kafka {
         let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
         tracker.spawn(retention::run(self.clone(), shutdown.clone()));
+        // Transactions open at the last stop hold their queues' LSO again before anyone reads.
+        txn_markers::recover(&self).await;
+        tracker.spawn(txn_markers::run(self.clone(), shutdown.clone()));
         let stop = shutdown.clone();
         let serve = move |stream: Stream, peer: SocketAddr| conn::serve(self.clone(), stream, peer, stop.clone());
         listener.serve(serve, shutdown, tracker).await;

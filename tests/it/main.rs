@@ -22,6 +22,7 @@ mod java_config;
 mod kafka;
 mod kafka_sasl;
 mod kafka_tls;
+mod kafka_txn;
 mod layering;
 mod metrics;
 mod namesrv;
