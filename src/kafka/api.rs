@@ -100,6 +100,16 @@ pub mod error {
     pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = E::UnsupportedForMessageFormat.code();
     pub const UNSUPPORTED_SASL_MECHANISM: i16 = E::UnsupportedSaslMechanism.code();
     pub const UNSUPPORTED_VERSION: i16 = E::UnsupportedVersion.code();
+    // Transactions (KIP-98, KIP-890).
+    pub const CONCURRENT_TRANSACTIONS: i16 = E::ConcurrentTransactions.code();
+    pub const INVALID_PRODUCER_ID_MAPPING: i16 = E::InvalidProducerIdMapping.code();
+    pub const INVALID_TRANSACTION_TIMEOUT: i16 = E::InvalidTransactionTimeout.code();
+    pub const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
+    pub const OPERATION_NOT_ATTEMPTED: i16 = E::OperationNotAttempted.code();
+    pub const PRODUCER_FENCED: i16 = E::ProducerFenced.code();
+    pub const TRANSACTION_ABORTABLE: i16 = E::TransactionAbortable.code();
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = E::TransactionalIdAuthorizationFailed.code();
+    pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = E::TransactionalIdNotFound.code();
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //!                                         writes and reads it, as a Streams app its repartition topics)
 //! AlterConfigs, IncrementalAlterConfigs   admin (TOPIC_/CLUSTER_AUTHORIZATION_FAILED per resource)
 //! InitProducerId, DescribeCluster         any authenticated account
+//! transactions                            authz_txn.rs (topic PUB, group SUB, admin to list)
 //! any other API                           admin, else the connection is closed
 //! ```
 
@@ -56,7 +57,10 @@ pub fn gate(k: &Kafka, who: &Authority, user: &str, req: &Request, body: &mut Re
         RequestKind::DeleteRecords(r) => delete_records(who, req, r, &log),
         RequestKind::Metadata(r) => metadata(k, who, req, r, &log),
         RequestKind::InitProducerId(_) | RequestKind::DescribeCluster(_) => Gate::Pass,
-        other => super::authz_groups::gate(who, req, other, &log),
+        other => match super::authz_txn::gate(who, req, other, &log) {
+            Some(gate) => gate,
+            None => super::authz_groups::gate(who, req, other, &log),
+        },
     }
 }
 

@@ -29,7 +29,7 @@ use super::api::{reply, Reply, Request};
 use super::authz::{self, Gate};
 use super::sasl::{self, Session};
 use super::{
-    configs, delete_records, fetch, groups, metadata, offsets, produce, producer_ids, refusals, versions, Kafka,
+    configs, delete_records, fetch, groups, metadata, offsets, produce, refusals, txn, txn_admin, versions, Kafka,
 };
 
 /// Kafka's `socket.request.max.bytes`.
@@ -229,7 +229,13 @@ async fn dispatch(k: &Arc<Kafka>, req: &Request, decoded: RequestKind) -> Reply 
         RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter_configs(k, req, r).await,
         RequestKind::DeleteRecords(r) => delete_records::handle(k, req, r).await,
         RequestKind::DescribeCluster(r) => metadata::describe_cluster(k, req, r),
-        RequestKind::InitProducerId(r) => producer_ids::init_producer_id(k, req, r),
+        RequestKind::InitProducerId(r) => txn::init_producer_id(k, req, r).await,
+        RequestKind::AddPartitionsToTxn(r) => txn::add_partitions(k, req, r).await,
+        RequestKind::AddOffsetsToTxn(r) => txn::add_offsets(k, req, r).await,
+        RequestKind::TxnOffsetCommit(r) => txn::txn_offset_commit(k, req, r).await,
+        RequestKind::EndTxn(r) => txn::end_txn(k, req, r).await,
+        RequestKind::ListTransactions(r) => txn_admin::list_transactions(k, req, r),
+        RequestKind::DescribeTransactions(r) => txn_admin::describe_transactions(k, req, r),
         RequestKind::FindCoordinator(r) => groups::find_coordinator(k, req, r),
         RequestKind::JoinGroup(r) => groups::join(k, req, r).await,
         RequestKind::SyncGroup(r) => groups::sync(k, req, r).await,

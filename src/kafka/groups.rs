@@ -1,5 +1,5 @@
-//! Consumer groups over the wire: FindCoordinator (this node for groups; transactions are
-//! refused with a non-retriable error so a transactional producer fails fast), the classic
+//! Consumer groups over the wire: FindCoordinator (this node for groups and for transactional
+//! ids, each name checked first), the classic
 //! protocol handed to [`super::group::Coordinator`], ListGroups, DescribeGroups and DeleteGroups.
 //! Committed offsets are [`super::offsets`]'. Every group named passes [`super::names`] first.
 
@@ -20,8 +20,6 @@ use super::group::{self, JoinRequest, LeaveMember, SyncRequest};
 use super::metadata::s;
 use super::{names, Kafka};
 
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
-
 fn opt(v: &Option<StrBytes>) -> Option<String> {
     v.as_ref().map(|x| x.to_string())
 }
@@ -37,19 +35,14 @@ pub fn find_coordinator(k: &Kafka, req: &Request, r: FindCoordinatorRequest) -> 
             (0, Ok(())) => {
                 c.with_node_id(BrokerId(k.node_id)).with_host(s(k.advertised.0.clone())).with_port(k.advertised.1)
             }
-            // A non-retriable error: the Java producer (v4) fails on any; librdkafka (v0-2) only
-            // on TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and keeps asking on anything else.
-            (1, _) => c
-                .with_node_id(BrokerId(-1))
-                .with_port(-1)
-                .with_error_code(if req.version >= 4 {
-                    error::INVALID_REQUEST
-                } else {
-                    TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-                })
-                .with_error_message(Some(s(
-                    "transactions are not supported by this broker (ferrocket): use a non-transactional producer",
-                ))),
+            (1, _) => match super::txn_coordinator::check_transactional_id(&key) {
+                Err((code, why)) => {
+                    c.with_node_id(BrokerId(-1)).with_port(-1).with_error_code(code).with_error_message(Some(s(why)))
+                }
+                Ok(()) => {
+                    c.with_node_id(BrokerId(k.node_id)).with_host(s(k.advertised.0.clone())).with_port(k.advertised.1)
+                }
+            },
             (t, _) => c
                 .with_node_id(BrokerId(-1))
                 .with_port(-1)

@@ -23,7 +23,12 @@
 //!                     |-- delete_records.rs  DeleteRecords: moves the store's log start offset
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
 //!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
-//!                     `-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//!                     |-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
+//!                     |-- txn.rs        transactions: InitProducerId with a transactional id,
+//!                     |                 AddPartitions/AddOffsetsToTxn, TxnOffsetCommit, EndTxn
+//!                     |                 (txn_coordinator.rs state machine, txn_log.rs on disk,
+//!                     |                 txn_markers.rs control records + timeouts)
+//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions
 //! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
 //! offsets of Kafka groups nobody is in; log_retention.rs: a task that enforces the topics'
 //! retention.ms / retention.bytes by moving log start offsets
@@ -37,6 +42,7 @@ pub mod api;
 mod authz;
 mod authz_gate;
 mod authz_groups;
+mod authz_txn;
 mod commit_metadata;
 mod configs;
 pub mod conn;
@@ -58,6 +64,12 @@ mod retention;
 mod sasl;
 mod sasl_scram;
 mod topic_configs;
+mod txn;
+mod txn_admin;
+mod txn_coordinator;
+mod txn_log;
+mod txn_markers;
+mod txn_meta;
 mod versions;
 
 use std::net::SocketAddr;
@@ -90,6 +102,8 @@ pub struct Kafka {
     refusals: refusals::Refusals,
     /// retention.bytes cursors of the per-topic retention sweep.
     log_retention: log_retention::LogRetention,
+    /// The transaction coordinator's table and its log (`config/kafkaTransactions.json`).
+    txns: txn_log::TxnLog,
 }
 
 impl Kafka {
@@ -115,6 +129,14 @@ impl Kafka {
             &c.config_dir().join("kafkaGroupCommits.json"),
             c.kafka_offsets_retention_minutes,
         )?;
+        let txns = txn_log::TxnLog::open(
+            &c.config_dir().join(txn_log::FILE),
+            txn_coordinator::Limits {
+                max_timeout_ms: c.kafka_transaction_max_timeout_ms,
+                expiration_ms: c.kafka_transactional_id_expiration_ms,
+                max_ids: c.kafka_max_transactional_ids,
+            },
+        )?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig {
@@ -132,6 +154,7 @@ impl Kafka {
             scram: sasl_scram::Cache::default(),
             refusals: refusals::Refusals::default(),
             log_retention: log_retention::LogRetention::default(),
+            txns,
         }))
     }
 
@@ -142,6 +165,9 @@ impl Kafka {
         info!(addr, advertised = format!("{}:{}", self.advertised.0, self.advertised.1), "Kafka listener started");
         tracker.spawn(retention::run(self.clone(), shutdown.clone()));
         tracker.spawn(log_retention::run(self.clone(), shutdown.clone()));
+        // Transactions open at the last stop hold their queues' LSO again before anyone reads.
+        txn_markers::recover(&self).await;
+        tracker.spawn(txn_markers::run(self.clone(), shutdown.clone()));
         let stop = shutdown.clone();
         let serve = move |stream: Stream, peer: SocketAddr| conn::serve(self.clone(), stream, peer, stop.clone());
         listener.serve(serve, shutdown, tracker).await;

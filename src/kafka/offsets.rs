@@ -69,6 +69,22 @@ pub async fn offset_commit(k: &Arc<Kafka>, req: &Request, r: OffsetCommitRequest
     reply(req, &OffsetCommitResponse::default().with_topics(topics))
 }
 
+/// The offsets of a committed transaction (TxnOffsetCommit kept them pending), written as an
+/// OffsetCommit writes its own: the group registered, its retention clock reset, the offsets
+/// and their metadata stored.
+pub(super) async fn commit_txn_offsets(k: &Arc<Kafka>, pending: &[super::txn_coordinator::PendingOffset]) {
+    let now = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+    let groups: std::collections::BTreeSet<&str> = pending.iter().map(|o| o.group.as_str()).collect();
+    for g in groups {
+        register_group(k, g).await;
+        k.retention.committed(g, now).await;
+    }
+    for o in pending {
+        k.shared.offsets.commit(&o.group, &o.topic, o.partition, o.offset);
+        k.commit_metadata.set(&o.group, &o.topic, o.partition, &o.metadata).await;
+    }
+}
+
 /// A Kafka group's first commit makes it a subscription group with its `%RETRY%` topic, as a
 /// RocketMQ consumer's heartbeat does, so RocketMQ admin tools (consumerProgress) see its lag.
 async fn register_group(k: &Kafka, group: &str) {

@@ -5,6 +5,14 @@
 //! sync than needed stores nothing (NOT_ENOUGH_REPLICAS; a slave lost after the append gives
 //! NOT_ENOUGH_REPLICAS_AFTER_APPEND); acks=0 gets no answer. A replayed idempotent batch is
 //! answered with its original offset only once it meets the same flush and replica conditions.
+//!
+//! A transactional batch is checked against the coordinator first, as Kafka 4.x brokers verify
+//! (KIP-890 part 1): the request's transactional id, the producer id and epoch of its ongoing
+//! transaction (a stale epoch is INVALID_PRODUCER_EPOCH), the partition added to it (else
+//! TRANSACTION_ABORTABLE from Produce v11, INVALID_TXN_STATE before). Its records are stored
+//! with `KAFKA_PID`, `KAFKA_EPOCH`, `KAFKA_TXN=true` (`core::txn`), and the queue's transaction
+//! is opened in `core.txn` (at the queue's end offset, before the append) so no committed reader
+//! passes it before its marker.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +27,9 @@ use super::api::{reply, Reply, Request};
 use super::producer_ids::{BatchSeq, SeqCheck};
 use super::records;
 use super::{mapping, names, Kafka};
+use crate::core::txn::{KAFKA_EPOCH, KAFKA_PID, KAFKA_TXN};
 use crate::core::{Durability, Protocol, Refusal, Replicas, TopicWrite, Traffic};
+use crate::model::message::properties_to_string;
 use crate::model::name::shown;
 use crate::store::now_ms;
 use crate::telemetry::MessageType;
@@ -28,8 +38,16 @@ fn wall_ms() -> u64 {
     u64::try_from(now_ms()).unwrap_or(0)
 }
 
+/// What every partition of one Produce request shares.
+struct Ask {
+    acks: i16,
+    timeout_ms: i32,
+    transactional_id: Option<String>,
+}
+
 pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
     let acks = r.acks;
+    let ask = Ask { acks, timeout_ms: r.timeout_ms, transactional_id: r.transactional_id.map(|t| t.0.to_string()) };
     let mut topics = Vec::with_capacity(r.topic_data.len());
     for t in r.topic_data {
         let name = t.name.0.to_string();
@@ -38,7 +56,7 @@ pub async fn handle(k: &Arc<Kafka>, req: &Request, r: ProduceRequest) -> Reply {
             let outcome = if !matches!(acks, -1..=1) {
                 Err((error::INVALID_REQUIRED_ACKS, format!("acks {acks}: must be -1, 0 or 1")))
             } else {
-                produce_partition(k, req, &name, p.index, p.records, acks, r.timeout_ms).await
+                produce_partition(k, req, &name, p.index, p.records, &ask).await
             };
             let mut resp = PartitionProduceResponse::default()
                 .with_index(p.index)
@@ -76,9 +94,9 @@ async fn produce_partition(
     topic: &str,
     partition: i32,
     data: Option<bytes::Bytes>,
-    acks: i16,
-    timeout_ms: i32,
+    ask: &Ask,
 ) -> Result<(i64, i64), records::Refusal> {
+    let (acks, timeout_ms) = (ask.acks, ask.timeout_ms);
     let s = &k.shared;
     // The name's Kafka error first (a system topic is an authorization failure, not a
     // forbidden send), then the core's checks.
@@ -119,6 +137,8 @@ async fn produce_partition(
     };
     // Before the sequence check: a replayed batch meets acks=all no more than the original would.
     s.check_replicas(how).map_err(refused)?;
+    let transactional = batch.attributes & records::ATTR_TRANSACTIONAL != 0;
+    let _inflight = if transactional { Some(verify(k, req, ask, &batch, topic, partition)?) } else { None };
     let check = if idempotent { k.producers.check(seq, topic, partition, wall_ms()) } else { SeqCheck::Append };
     let offset = match check {
         SeqCheck::Refuse(code, why) => return Err((code, why)),
@@ -128,10 +148,17 @@ async fn produce_partition(
             Some(r) => return Err((r.outcome.codes().kafka, format!("a duplicate of a batch: {}", r.why))),
         },
         SeqCheck::Append => {
-            let msgs: Vec<_> = recs
+            let mut msgs: Vec<_> = recs
                 .iter()
                 .map(|r| mapping::to_store(r, topic, partition, req.peer, s.store_host, s.broker_properties()))
                 .collect();
+            if transactional {
+                let (pid, epoch) = (batch.producer_id.to_string(), batch.producer_epoch.to_string());
+                let props = properties_to_string([(KAFKA_PID, &*pid), (KAFKA_EPOCH, &*epoch), (KAFKA_TXN, "true")]);
+                msgs.iter_mut().for_each(|m| m.properties.push_str(&props));
+                // Open before the records are readable: a lower bound of their first offset.
+                s.txn.begin(topic, partition, batch.producer_id, s.store.max_offset_in_queue(topic, partition)).await;
+            }
             let _permit = s.admit(Protocol::Kafka).await.map_err(refused)?;
             let traffic = Traffic { protocol: Protocol::Kafka, topic, kind: MessageType::Normal };
             let appended = s.append(&msgs, how, traffic).await.map_err(refused)?;
@@ -146,6 +173,47 @@ async fn produce_partition(
         }
     };
     Ok((offset, s.store.min_offset_in_queue(topic, partition)))
+}
+
+/// Ends a transactional append's in-flight count when dropped (a completion waits for it).
+struct InFlight<'a> {
+    k: &'a Kafka,
+    id: String,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.k.txns.lock().appended(&self.id);
+        self.k.txns.appended.notify_waiters();
+    }
+}
+
+/// KIP-890 part 1: the batch belongs to the ongoing transaction of the request's transactional
+/// id, with this partition added to it.
+fn verify<'a>(
+    k: &'a Kafka,
+    req: &Request,
+    ask: &Ask,
+    batch: &records::Batch,
+    topic: &str,
+    partition: i32,
+) -> Result<InFlight<'a>, records::Refusal> {
+    let Some(id) = ask.transactional_id.as_deref() else {
+        return Err((error::INVALID_RECORD, "a transactional batch in a produce without a transactional id".into()));
+    };
+    let not_added = if req.version >= 11 { error::TRANSACTION_ABORTABLE } else { error::INVALID_TXN_STATE };
+    let (pid, epoch) = (batch.producer_id, batch.producer_epoch);
+    k.txns.lock().verify_produce(id, pid, epoch, topic, partition, not_added).map_err(|code| {
+        let why = match code {
+            c if c == not_added => "Partition was not added to the transaction".to_owned(),
+            error::INVALID_PRODUCER_EPOCH => {
+                format!("producer {pid} epoch {epoch} is not the transaction's current epoch")
+            }
+            _ => format!("the transaction of producer {pid} cannot take records now"),
+        };
+        (code, why)
+    })?;
+    Ok(InFlight { k, id: id.to_owned() })
 }
 
 /// A refusal of the shared core as Kafka answers it (the core's table).

@@ -182,13 +182,10 @@ impl ProducerIds {
     }
 }
 
-/// A null transactional id always gets a new producer id with epoch 0; transactions are not
-/// served (the FindCoordinator for them already failed), so a transactional id is refused.
+/// A null transactional id always gets a new producer id with epoch 0 (a transactional one is
+/// `txn.rs`'s).
 pub fn init_producer_id(k: &Kafka, req: &Request, r: InitProducerIdRequest) -> Reply {
     let mut resp = InitProducerIdResponse::default().with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
-    if r.transactional_id.is_some() {
-        return reply(req, &resp.with_error_code(error::INVALID_REQUEST));
-    }
     if (r.producer_id.0 == -1) != (r.producer_epoch == -1) {
         return reply(req, &resp.with_error_code(error::INVALID_REQUEST));
     }

@@ -97,8 +97,8 @@ pub fn parse_one_batch(mut data: Bytes, max_inflated: usize) -> Result<Batch, Re
     if attributes & ATTR_CONTROL != 0 {
         return refuse(error::INVALID_RECORD, "control batches may not be produced by clients");
     }
-    if attributes & ATTR_TRANSACTIONAL != 0 {
-        return refuse(error::INVALID_RECORD, "transactional batches are not supported by this broker");
+    if attributes & ATTR_TRANSACTIONAL != 0 && producer_id < 0 {
+        return refuse(error::INVALID_RECORD, "transactional batch without a producer id");
     }
     if count <= 0 || i64::from(last_offset_delta) + 1 != i64::from(count) {
         return refuse(

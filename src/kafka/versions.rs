@@ -1,8 +1,12 @@
 //! The advertised API ranges and ApiVersions (KIP-511: a newer request than ours is answered
 //! as v0 with UNSUPPORTED_VERSION and our list, so the client can retry lower).
 //!
-//! Not advertised (a client that needs them fails fast): transactions (AddPartitionsToTxn,
-//! AddOffsetsToTxn, EndTxn, TxnOffsetCommit), KIP-848 ConsumerGroupHeartbeat; SaslHandshake and
+//! Transactions are served as transactions V1 (KIP-98 with KIP-890 part 1's server-side checks):
+//! the `transaction.version` feature is not advertised, so clients stay on the V1 request
+//! versions (AddPartitionsToTxn v0-3, the client ones; EndTxn, AddOffsetsToTxn and
+//! TxnOffsetCommit up to v4; InitProducerId up to v4, without KIP-939's 2PC).
+//!
+//! Not advertised (a client that needs them fails fast): KIP-848 ConsumerGroupHeartbeat; SaslHandshake and
 //! SaslAuthenticate only with `aclEnable=true` (`sasl.rs`); SaslHandshake v0
 //! (raw SASL tokens: every client we test uses v1 and SaslAuthenticate).
 
@@ -38,6 +42,12 @@ pub const ADVERTISED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
     (ApiKey::SaslHandshake, 1, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
 ];

@@ -162,6 +162,17 @@ config_struct! {
         /// Kafka's log.retention.check.interval.ms: how often per-topic retention.ms and
         /// retention.bytes move log start offsets.
         kafka_log_retention_check_interval_ms: u64 = 300_000 => "kafkaLogRetentionCheckIntervalMs",
+        /// Kafka's transaction.max.timeout.ms: InitProducerId with a longer transaction timeout
+        /// is INVALID_TRANSACTION_TIMEOUT.
+        kafka_transaction_max_timeout_ms: i32 = 900_000 => "kafkaTransactionMaxTimeoutMs",
+        /// Kafka's transactional.id.expiration.ms: a transactional id idle this long (no
+        /// transaction open) is forgotten.
+        kafka_transactional_id_expiration_ms: u64 = 604_800_000 => "kafkaTransactionalIdExpirationMs",
+        /// Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms: how often timed-out
+        /// transactions are aborted (and idle transactional ids expired).
+        kafka_transaction_cleanup_interval_ms: u64 = 10_000 => "kafkaTransactionAbortTimedOutTransactionCleanupIntervalMs",
+        /// How many transactional ids the coordinator keeps at most (ferrocket: bounded state).
+        kafka_max_transactional_ids: usize = 10_000 => "kafkaMaxTransactionalIds",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

@@ -25,6 +25,7 @@ mod kafka_read_committed;
 mod kafka_retention;
 mod kafka_sasl;
 mod kafka_tls;
+mod kafka_txn;
 mod layering;
 mod metrics;
 mod namesrv;

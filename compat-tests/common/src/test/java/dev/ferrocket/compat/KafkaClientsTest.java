@@ -53,7 +53,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * RocketMQ 5.x client, 3.9 beside 4.9): produce with every compression codec, idempotent by default,
  * keys and headers (duplicates, binary, null) kept exactly; consumer groups with committed offsets
  * and a two-member rebalance; admin calls; and the same messages read by the official RocketMQ
- * client, and back. A transactional producer fails fast with a clear error.
+ * client, and back. Transactions: {@link KafkaTransactionsTest}.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(BrokerLogsOnFailure.class)
@@ -365,22 +365,6 @@ class KafkaClientsTest {
             assertTrue(ms < 20_000, "failed fast: " + ms + " ms");
             assertTrue(e.toString().contains("ConsumerGroupHeartbeat") || e.toString().contains("group protocol")
                 || e.toString().contains("not support"), e.toString());
-        }
-    }
-
-    @Test
-    void a_transactional_producer_fails_fast_with_a_clear_error() {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, Compat.unique("k-tx"));
-        long start = System.nanoTime();
-        try (KafkaProducer<byte[], byte[]> tx = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-            KafkaException e = assertThrows(KafkaException.class, tx::initTransactions);
-            long ms = (System.nanoTime() - start) / 1_000_000;
-            String text = e + " " + e.getCause();
-            report("initTransactions failed after %d ms: %s", ms, text);
-            assertTrue(ms < 20_000, "failed fast, not after max.block.ms: " + ms + " ms");
-            assertTrue(text.contains("TRANSACTION") || text.contains("transaction"), text);
         }
     }
 }
