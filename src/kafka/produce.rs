@@ -31,6 +31,7 @@ use crate::core::txn::{KAFKA_EPOCH, KAFKA_PID, KAFKA_TXN};
 use crate::core::{Durability, Protocol, Refusal, Replicas, TopicWrite, Traffic};
 use crate::model::message::properties_to_string;
 use crate::model::name::shown;
+use crate::store::compaction::CompactionPolicy;
 use crate::store::now_ms;
 use crate::telemetry::MessageType;
 
@@ -121,6 +122,15 @@ async fn produce_partition(
     } else {
         parse()?
     };
+    // Kafka's LogValidator: a compacted topic keeps the latest record per key, so a record
+    // without one is refused (only looked up when such a record comes).
+    let compacted = || s.topics.get(topic).is_some_and(|tc| CompactionPolicy::of(&tc.attributes).is_some());
+    if recs.iter().any(|r| r.key.is_none()) && compacted() {
+        return Err((
+            error::INVALID_RECORD,
+            format!("Compacted topic cannot accept message without key in topic partition {topic}-{partition}."),
+        ));
+    }
     let idempotent = batch.producer_id >= 0;
     let seq = BatchSeq {
         pid: batch.producer_id,

@@ -7,7 +7,11 @@
 //! key                     accepted values             kept as            honoured by
 //! retention.ms            -1 or >= 0                  as given           log_retention.rs (capped by fileReservedTime)
 //! retention.bytes         -1 or >= 0                  as given           log_retention.rs
-//! cleanup.policy          delete                      DELETE (RocketMQ)  retention; compact refused (not built)
+//! cleanup.policy          delete                      DELETE (RocketMQ)  log_retention.rs
+//!                         compact                     COMPACTION (RocketMQ) store/compaction (retention.* ignored, as Kafka)
+//!                         compact,delete              compact,delete     both
+//! delete.retention.ms     >= 0                        as given           store/compaction (tombstones)
+//! min.cleanable.dirty.ratio 0..=1                     as given           store/compaction
 //! segment.bytes           >= 1048576                  as given           stored only (CommitLog segments are broker-wide)
 //! segment.ms              >= 1                        as given           stored only
 //! message.timestamp.type  CreateTime                  as given           fetch answers the producer's time
@@ -36,6 +40,7 @@ pub const DEFAULT_CONFIG: i8 = 5;
 const STRING: i8 = 2;
 const INT: i8 = 3;
 const LONG: i8 = 5;
+const DOUBLE: i8 = 6;
 const LIST: i8 = 7;
 
 /// RocketMQ 5's `cleanup.policy` attribute values (`TopicAttributes.CLEANUP_POLICY_ATTRIBUTE`).
@@ -80,6 +85,18 @@ const KEYS: &[Key] = &[
         default: |_| "CreateTime".into(),
     },
     Key { name: "min.insync.replicas", broker_name: "min.insync.replicas", kind: INT, default: |_| "1".into() },
+    Key {
+        name: "delete.retention.ms",
+        broker_name: "log.cleaner.delete.retention.ms",
+        kind: LONG,
+        default: |_| "86400000".into(),
+    },
+    Key {
+        name: "min.cleanable.dirty.ratio",
+        broker_name: "log.cleaner.min.cleanable.ratio",
+        kind: DOUBLE,
+        default: |_| "0.5".into(),
+    },
 ];
 
 /// Whether `name` is a topic config this broker keeps.
@@ -110,6 +127,13 @@ pub fn check(name: &str, value: Option<&str>) -> Result<String, Refusal> {
     match name {
         "retention.ms" | "retention.bytes" => number(name, value, -1, i64::MAX).map(|n| n.to_string()),
         "segment.ms" => number(name, value, 1, i64::MAX).map(|n| n.to_string()),
+        "delete.retention.ms" => number(name, value, 0, i64::MAX).map(|n| n.to_string()),
+        "min.cleanable.dirty.ratio" => match value.trim().parse::<f64>() {
+            Ok(r) if (0.0..=1.0).contains(&r) => Ok(value.trim().to_owned()),
+            _ => Err(invalid(format!(
+                "Invalid value {value} for configuration min.cleanable.dirty.ratio: must be a number from 0 to 1"
+            ))),
+        },
         "segment.bytes" => number(name, value, 1_048_576, int).map(|n| n.to_string()),
         "max.message.bytes" => number(name, value, 0, int).map(|n| n.to_string()),
         "min.insync.replicas" => match number(name, value, 1, int)? {
@@ -138,15 +162,23 @@ fn cleanup_policy(value: &str) -> Result<String, Refusal> {
             "Invalid value {bad} for configuration cleanup.policy: String must be one of: compact, delete"
         )));
     }
-    if parts.contains(&"compact") {
-        return Err(invalid(format!(
-            "cleanup.policy={value} is not supported yet: this broker does not compact topics, and retention would delete compacted state"
-        )));
-    }
-    if parts.is_empty() {
-        return Err(invalid("cleanup.policy must name a policy: this broker supports delete".into()));
-    }
-    Ok(ROCKETMQ_DELETE.into())
+    let (compact, delete) = (parts.contains(&"compact"), parts.contains(&"delete"));
+    Ok(match (compact, delete) {
+        // RocketMQ 5's value, so `mqadmin` and a Java broker read the same policy.
+        (true, false) => ROCKETMQ_COMPACTION.into(),
+        (true, true) => "compact,delete".into(),
+        (false, true) => ROCKETMQ_DELETE.into(),
+        (false, false) => return Err(invalid("cleanup.policy must name a policy: compact, delete or both".into())),
+    })
+}
+
+/// Whether `attributes` name a compacted topic that retention leaves alone (`compact` without
+/// `delete`: Kafka applies retention.ms/bytes only with the delete policy).
+fn compact_only(attributes: &BTreeMap<String, String>) -> bool {
+    let policy = attributes.get("cleanup.policy").map_or("delete", String::as_str);
+    let parts: Vec<&str> = policy.split(',').map(str::trim).collect();
+    parts.iter().any(|p| p.eq_ignore_ascii_case("compact") || p.eq_ignore_ascii_case(ROCKETMQ_COMPACTION))
+        && !parts.iter().any(|p| p.eq_ignore_ascii_case("delete"))
 }
 
 /// The Kafka value of a kept attribute.
@@ -184,6 +216,9 @@ pub fn describe(c: &BrokerConfig, attributes: &BTreeMap<String, String>) -> Vec<
 
 /// A topic's `retention.ms` and `retention.bytes` (-1: unlimited, also when unset).
 pub fn retention(attributes: &BTreeMap<String, String>) -> (i64, i64) {
+    if compact_only(attributes) {
+        return (-1, -1);
+    }
     let get = |k: &str| attributes.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
     (get("retention.ms"), get("retention.bytes"))
 }
@@ -242,8 +277,8 @@ mod tests {
         for (k, v) in [
             ("retention.ms", "-2"),
             ("retention.bytes", "x"),
-            ("cleanup.policy", "compact"),
-            ("cleanup.policy", "compact,delete"),
+            ("delete.retention.ms", "-1"),
+            ("min.cleanable.dirty.ratio", "1.5"),
             ("cleanup.policy", "bogus"),
             ("min.insync.replicas", "2"),
             ("message.timestamp.type", "LogAppendTime"),
@@ -252,7 +287,10 @@ mod tests {
         ] {
             assert_eq!(check(k, Some(v)).unwrap_err().0, error::INVALID_CONFIG, "{k}={v}");
         }
-        assert!(check("cleanup.policy", Some("compact")).unwrap_err().1.contains("not supported"));
+        assert_eq!(check("cleanup.policy", Some("compact")).unwrap(), "COMPACTION");
+        assert_eq!(check("cleanup.policy", Some("delete,compact")).unwrap(), "compact,delete");
+        assert_eq!(check("delete.retention.ms", Some("0")).unwrap(), "0");
+        assert_eq!(check("min.cleanable.dirty.ratio", Some("0.01")).unwrap(), "0.01");
         assert_eq!(check("retention.ms", None).unwrap_err().0, error::INVALID_CONFIG);
     }
 
@@ -262,7 +300,14 @@ mod tests {
         apply(&mut a, "retention.ms", 0, Some("5000")).unwrap();
         apply(&mut a, "cleanup.policy", 2, Some("delete")).unwrap();
         assert_eq!(a.get("cleanup.policy").map(String::as_str), Some("DELETE"));
-        assert_eq!(apply(&mut a, "cleanup.policy", 2, Some("compact")).unwrap_err().0, error::INVALID_CONFIG);
+        apply(&mut a, "cleanup.policy", 2, Some("compact")).unwrap();
+        assert_eq!(a.get("cleanup.policy").map(String::as_str), Some("compact,delete"));
+        assert_eq!(retention(&a), (5000, -1), "compact,delete keeps retention");
+        apply(&mut a, "cleanup.policy", 3, Some("delete")).unwrap();
+        assert_eq!(a.get("cleanup.policy").map(String::as_str), Some("COMPACTION"));
+        assert_eq!(retention(&a), (-1, -1), "a compacted topic's live set is never deleted by retention");
+        assert!(crate::store::compaction::CompactionPolicy::of(&a).is_some(), "the store compacts what the door keeps");
+        apply(&mut a, "cleanup.policy", 0, Some("delete")).unwrap();
         assert_eq!(apply(&mut a, "retention.ms", 2, Some("1")).unwrap_err().0, error::INVALID_CONFIG);
         apply(&mut a, "retention.ms", 1, None).unwrap();
         assert_eq!(retention(&a), (-1, -1));

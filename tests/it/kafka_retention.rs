@@ -107,13 +107,8 @@ async fn topic_configs_are_kept_altered_and_read_back() {
     assert_eq!(get(&d, "cleanup.policy"), ("delete", DYNAMIC));
     assert_eq!(get(&d, "segment.bytes"), ("52428800", DYNAMIC));
     assert_eq!(get(&d, "retention.bytes"), ("-1", DEFAULT));
-    // Refused: compaction (not built), unknown keys, a second replica; nothing is created.
-    for configs in [
-        [("cleanup.policy", "compact")],
-        [("cleanup.policy", "compact,delete")],
-        [("no.such.config", "1")],
-        [("min.insync.replicas", "2")],
-    ] {
+    // Refused: unknown keys, a second replica; nothing is created.
+    for configs in [[("cleanup.policy", "bogus")], [("no.such.config", "1")], [("min.insync.replicas", "2")]] {
         let r = create_with(&mut c, "refused", &configs).await;
         assert_eq!(r.error_code, INVALID_CONFIG, "{configs:?}");
         assert!(r.error_message.is_some_and(|m| !m.is_empty()));
@@ -124,9 +119,9 @@ async fn topic_configs_are_kept_altered_and_read_back() {
     assert_eq!(get(&describe(&mut c, "app-repartition").await, "retention.bytes"), ("-1", DEFAULT));
     let ops = [("retention.bytes", 0, Some("4096")), ("retention.ms", 1, None), ("cleanup.policy", 2, Some("delete"))];
     assert_eq!(incremental(&mut c, "app-repartition", &ops, false).await.0, 0);
-    let (code, why) = incremental(&mut c, "app-repartition", &[("cleanup.policy", 2, Some("compact"))], false).await;
+    let (code, why) = incremental(&mut c, "app-repartition", &[("cleanup.policy", 2, Some("bogus"))], false).await;
     assert_eq!(code, INVALID_CONFIG);
-    assert!(why.contains("compact"), "{why}");
+    assert!(why.contains("bogus"), "{why}");
     // AlterConfigs replaces the whole set.
     let alter =
         AlterConfigsRequest::default().with_resources(vec![alter_configs_request::AlterConfigsResource::default()
@@ -255,5 +250,79 @@ async fn per_topic_retention_ms_and_bytes_are_enforced() {
     assert_eq!(wait_earliest(&mut c, "by-time", |e| e == 6).await, 6, "retention.ms: everything older than 1 ms goes");
     assert_eq!(wait_earliest(&mut c, "by-size", |e| e == 4).await, 4, "retention.bytes keeps the newest two");
     assert_eq!(earliest(&mut c, "kept").await, 0, "no retention set: nothing goes");
+    b.stop().await;
+}
+
+/// Kafka records with `key` and value `v`.
+fn keyed(pairs: &[(Option<&str>, &str)]) -> bytes::Bytes {
+    let recs: Vec<ferrocket::kafka::records::Record> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| ferrocket::kafka::records::Record {
+            timestamp: 1000 + i as i64,
+            key: k.map(|k| bytes::Bytes::from(k.to_owned())),
+            value: Some(bytes::Bytes::from(v.to_string())),
+            headers: vec![],
+        })
+        .collect();
+    let mut b = bytes::BytesMut::new();
+    ferrocket::kafka::records::write_batch(&mut b, 0, &recs);
+    b.freeze()
+}
+
+/// Before: `cleanup.policy=compact` was refused (what every Kafka Streams state store's changelog
+/// asks for). Now a topic created compacted through Kafka is compacted by the store (latest value
+/// per key at its original offset), refuses records without a key as Kafka does, and per-topic
+/// retention leaves its live set alone.
+#[tokio::test]
+async fn a_topic_created_compacted_through_kafka_is_compacted_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.kafka_listen_port = KAFKA_ANY_PORT;
+        c.kafka_log_retention_check_interval_ms = 100;
+    })
+    .await;
+    let mut c = Conn::open(b.kafka_port.unwrap()).await;
+    let changelog = [("cleanup.policy", "compact"), ("retention.ms", "1"), ("min.cleanable.dirty.ratio", "0.01")];
+    let r = create_with(&mut c, "app-store-changelog", &changelog).await;
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    assert_eq!(get(&describe(&mut c, "app-store-changelog").await, "cleanup.policy"), ("compact", DYNAMIC));
+    let tc = b.inner.core.topics.get("app-store-changelog").unwrap();
+    assert_eq!(tc.attributes.get("cleanup.policy").map(String::as_str), Some("COMPACTION"), "RocketMQ 5's value");
+
+    let r: ProduceResponse =
+        c.call(ApiKey::Produce, 9, &produce("app-store-changelog", 1, keyed(&[(None, "x")]))).await;
+    assert_eq!(first(&r).0, 87, "INVALID_RECORD: a compacted topic needs keys");
+    let pairs = [(Some("a"), "a1"), (Some("b"), "b1"), (Some("a"), "a2"), (Some("c"), "c1"), (Some("b"), "b2")];
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("app-store-changelog", 1, keyed(&pairs))).await;
+    assert_eq!(first(&r), (0, 0));
+    b.inner.store.await_dispatched(Duration::from_secs(5)).await;
+
+    let stats = b.inner.store.compact_now("app-store-changelog", 0, ferrocket::store::now_ms()).unwrap();
+    assert!(stats.is_some(), "the store compacts the topic the Kafka door created");
+    let pull = b.inner.store.get_message("app-store-changelog", 0, 0, 32, 1 << 20, &AcceptAll);
+    let kept: Vec<(i64, String)> = pull
+        .messages
+        .iter()
+        .map(|m| {
+            let m = ferrocket::store::commit_log::record::decode(m, false).unwrap();
+            (m.queue_offset, String::from_utf8(m.body.to_vec()).unwrap())
+        })
+        .collect();
+    assert_eq!(kept, vec![(2, "a2".to_owned()), (3, "c1".to_owned()), (4, "b2".to_owned())]);
+
+    // retention.ms=1 empties a delete-policy topic at the next sweep; a compacted one keeps its
+    // live set.
+    let start = earliest(&mut c, "app-store-changelog").await;
+    assert!(start <= 2, "the first live record stays readable: {start}");
+    assert_eq!(create_with(&mut c, "swept", &[("retention.ms", "1")]).await.error_code, 0);
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("swept", 1, batch(3, None))).await;
+    assert_eq!(first(&r), (0, 0));
+    assert_eq!(wait_earliest(&mut c, "swept", |e| e == 3).await, 3, "a sweep ran");
+    // A second sweep starts after the first ended: the compacted topic was swept at least once.
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("swept", 1, batch(3, None))).await;
+    assert_eq!(first(&r), (0, 3));
+    assert_eq!(wait_earliest(&mut c, "swept", |e| e == 6).await, 6, "another sweep ran");
+    assert_eq!(earliest(&mut c, "app-store-changelog").await, start, "retention left the compacted topic alone");
     b.stop().await;
 }

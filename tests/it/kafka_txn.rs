@@ -279,14 +279,23 @@ async fn a_timed_out_transaction_is_aborted_and_its_producer_fenced() {
     until("the timeout aborts", || markers(&b, "slow", 0).len() == 1).await;
     markers_are(&b, "slow", 0, vec![(1, "ABORT".into(), pid)]).await;
     assert_eq!(end(&mut c, 3, "s", pid, epoch, true).await, 90, "the timed-out producer is fenced");
-    let r: ListTransactionsResponse =
-        c.call(ApiKey::ListTransactions, 1, &ListTransactionsRequest::default().with_duration_filter(-1)).await;
-    let listed: Vec<_> = r
-        .transaction_states
-        .iter()
-        .map(|t| (t.transactional_id.0.to_string(), t.transaction_state.to_string()))
-        .collect();
-    assert_eq!(listed, vec![("s".to_owned(), "CompleteAbort".to_owned())]);
+    // The markers are written in PrepareAbort; CompleteAbort follows once they all are.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r: ListTransactionsResponse =
+            c.call(ApiKey::ListTransactions, 1, &ListTransactionsRequest::default().with_duration_filter(-1)).await;
+        let listed: Vec<_> = r
+            .transaction_states
+            .iter()
+            .map(|t| (t.transactional_id.0.to_string(), t.transaction_state.to_string()))
+            .collect();
+        if listed == vec![("s".to_owned(), "CompleteAbort".to_owned())] {
+            break;
+        }
+        assert_eq!(listed, vec![("s".to_owned(), "PrepareAbort".to_owned())], "only on the way to CompleteAbort");
+        assert!(Instant::now() < deadline, "never CompleteAbort: {listed:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let req = DescribeTransactionsRequest::default().with_transactional_ids(vec![tid("s"), tid("none"), tid("")]);
     let r: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, &req).await;
     let d = &r.transaction_states;

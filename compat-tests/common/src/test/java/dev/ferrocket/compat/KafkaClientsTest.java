@@ -331,11 +331,14 @@ class KafkaClientsTest {
             ExecutionException e = assertThrows(ExecutionException.class,
                 () -> admin.createTopics(List.of(new NewTopic(topic + "-rf3", 1, (short) 3))).all().get());
             assertTrue(e.getCause() instanceof InvalidReplicationFactorException, e.toString());
-            // Compaction would be silently undone by retention: refused, with the reason.
-            ExecutionException compact = assertThrows(ExecutionException.class, () -> admin.createTopics(List.of(
-                new NewTopic(topic + "-compact", 1, (short) 1).configs(Map.of("cleanup.policy", "compact")))).all().get());
-            assertTrue(compact.getCause() instanceof org.apache.kafka.common.errors.InvalidConfigurationException
-                && compact.getCause().getMessage().contains("compact"), compact.toString());
+            // A compacted topic (what every Kafka Streams state store's changelog asks for) is kept.
+            admin.createTopics(List.of(
+                new NewTopic(topic + "-compact", 1, (short) 1).configs(Map.of("cleanup.policy", "compact")))).all().get();
+            org.apache.kafka.common.config.ConfigResource compacted = new org.apache.kafka.common.config.ConfigResource(
+                org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic + "-compact");
+            assertEquals("compact", admin.describeConfigs(List.of(compacted)).all().get().get(compacted)
+                .get("cleanup.policy").value());
+            admin.deleteTopics(List.of(topic + "-compact")).all().get();
             admin.deleteTopics(List.of(topic)).all().get();
             Wait.until("the deleted topic gone from listTopics", Duration.ofSeconds(10),
                 () -> !admin.listTopics().names().get().contains(topic));
