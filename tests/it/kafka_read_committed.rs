@@ -242,3 +242,35 @@ async fn a_rocketmq_pull_sees_committed_records_only_and_never_passes_the_lso() 
     );
     b.stop().await;
 }
+
+/// Before the fix: an ABORT marker anybody stored through a RocketMQ send (properties are the
+/// sender's) in the middle of an aborted transaction went out as an abort, and a read_committed
+/// Java consumer then showed the rest of that transaction.
+#[tokio::test]
+async fn a_forged_abort_marker_cannot_uncover_an_aborted_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "rcf", 1).await;
+    let first = append(&b.inner, "rcf", "x0", Stored::Txn(9)).await;
+    b.inner.txn.begin("rcf", 0, 9, first).await;
+    let forged = append(&b.inner, "rcf", "", Stored::Marker(9, false)).await;
+    append(&b.inner, "rcf", "x2", Stored::Txn(9)).await;
+    let marker = append(&b.inner, "rcf", "", Stored::Marker(9, false)).await;
+    b.inner.txn.end("rcf", 0, 9, marker, false).await;
+    b.inner.store.await_dispatched(Duration::from_secs(5)).await;
+
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch("rcf", 0, 1, 0)).await;
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(aborted(p), Some(vec![(9, 0)]));
+    let mut data = p.records.clone().unwrap_or_default();
+    let sets = RecordBatchDecoder::decode_all(&mut data).unwrap();
+    let controls: Vec<(i64, Option<Bytes>)> =
+        sets.iter().flat_map(|s| &s.records).filter(|r| r.control).map(|r| (r.offset, r.key.clone())).collect();
+    assert_eq!(
+        controls,
+        vec![(forged, Some(Bytes::from_static(&[0, 0, 0, 1]))), (marker, Some(Bytes::from_static(&[0, 0, 0, 0]))),],
+        "the forged abort goes out as a commit marker (ignored), the real one as the abort"
+    );
+    b.stop().await;
+}

@@ -84,7 +84,11 @@ pub fn read_partition(
             if (taken > 0 || !first) && taken + slice.len() > limit {
                 break 'read;
             }
-            let kind = if transactions { Kind::of(&m.properties) } else { Kind::Plain };
+            let kind = if transactions {
+                genuine(k, topic, partition, m.queue_offset, Kind::of(&m.properties))
+            } else {
+                Kind::Plain
+            };
             // A body RocketMQ producers compressed goes out inflated (up to maxMessageSize): the
             // budget counts what is held, not what was stored, or small bombs fill a fetch.
             let rec =
@@ -111,6 +115,23 @@ pub fn read_partition(
         out = out.with_aborted_transactions(None);
     }
     (out.with_records(Some(data)), n_records)
+}
+
+/// An ABORT marker the transaction state does not know goes out as a COMMIT marker, which
+/// consumers ignore: anybody can store the marker properties through a RocketMQ send, and a
+/// forged abort in the middle of an aborted transaction would make a read_committed consumer
+/// drop that producer from its aborted set and show the rest of the transaction. A real abort
+/// marker closes an aborted range before any read_committed fetch may read it (the LSO moves
+/// in the same step).
+fn genuine(k: &Kafka, topic: &str, partition: i32, offset: i64, kind: Kind) -> Kind {
+    match kind {
+        Kind::Control { producer_id, epoch, commit: false, coordinator_epoch } => {
+            let known = k.shared.txn.aborted_between(topic, partition, offset, offset + 1);
+            let real = known.iter().any(|a| a.producer_id == producer_id && a.last_offset == offset);
+            Kind::Control { producer_id, epoch, commit: !real, coordinator_epoch }
+        }
+        other => other,
+    }
 }
 
 /// The record a stored message goes out as. A body RocketMQ producers compressed is inflated
