@@ -25,7 +25,7 @@
 //!                     |                 AddPartitions/AddOffsetsToTxn, TxnOffsetCommit, EndTxn
 //!                     |                 (txn_coordinator.rs state machine, txn_log.rs on disk,
 //!                     |                 txn_markers.rs control records + timeouts)
-//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions
+//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions, DescribeProducers
 //! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
 //! offsets of Kafka groups nobody is in
 //! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's

@@ -157,6 +157,14 @@ async fn commit_and_abort_write_one_control_record_per_partition_and_the_lso_fol
     assert_eq!(send(&mut c, &txn_produce("app", "tx", 1, txn_batch(2, pid, epoch, 0))).await, (0, 0));
     until("records dispatched", || lso(&b, "tx", 0).1 == 3 && lso(&b, "tx", 1).1 == 2).await;
     assert_eq!(lso(&b, "tx", 0), (0, 3), "the open transaction holds the LSO at its first offset");
+    let dp = DescribeProducersRequest::default().with_topics(vec![describe_producers_request::TopicRequest::default()
+        .with_name(name("tx"))
+        .with_partition_indexes(vec![0, 9])]);
+    let r: DescribeProducersResponse = c.call(ApiKey::DescribeProducers, 0, &dp).await;
+    let (p0, p9) = (&r.topics[0].partitions[0], &r.topics[0].partitions[1]);
+    let st = &p0.active_producers[0];
+    assert_eq!((p0.error_code, st.producer_id.0, st.last_sequence, st.current_txn_start_offset), (0, pid, 2, 0));
+    assert_eq!(p9.error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
     assert_eq!(end(&mut c, 3, "app", pid, epoch, true).await, 0);
     assert_eq!(end(&mut c, 3, "app", pid, epoch, true).await, 0, "a retried commit");
     markers_are(&b, "tx", 0, vec![(3, "COMMIT".into(), pid)]).await;
