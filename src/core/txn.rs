@@ -180,6 +180,13 @@ impl TxnMarkers {
         }
     }
 
+    /// The first offset (or its lower bound) of `producer_id`'s open transaction in (topic,
+    /// queue), if one is open there (DescribeProducers' `currentTxnStartOffset`).
+    pub fn open_first_offset(&self, topic: &str, queue_id: i32, producer_id: i64) -> Option<i64> {
+        let t = self.lock();
+        t.open.get(&(topic.to_owned(), queue_id)).and_then(|p| p.get(&producer_id)).copied()
+    }
+
     /// The last stable offset: the first offset of the earliest open transaction, else
     /// `high_watermark`.
     pub fn last_stable_offset(&self, topic: &str, queue_id: i32, high_watermark: i64) -> i64 {

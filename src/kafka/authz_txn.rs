@@ -12,6 +12,7 @@
 //! TxnOffsetCommit                          group SUB, then topic SUB (as OffsetCommit)
 //! ListTransactions, DescribeTransactions   admin (others list nothing;
 //!                                          TRANSACTIONAL_ID_AUTHORIZATION_FAILED per id)
+//! DescribeProducers                        topic SUB (Kafka's READ)
 //! ```
 //! Produce of a transactional batch needs topic PUB as any produce.
 //!
@@ -65,6 +66,25 @@ pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn
                 ))
             }
         },
+        RequestKind::DescribeProducers(r) => {
+            use kafka_protocol::messages::describe_producers_response::{PartitionResponse, TopicResponse};
+            let (ok, no) = split(std::mem::take(&mut r.topics), |t| t.name.0.as_str(), |t| who.topic(t, SUB), log);
+            r.topics = ok;
+            if no.is_empty() {
+                return Some(Gate::Pass);
+            }
+            let refused = no.into_iter().map(|t| {
+                let parts = t.partition_indexes.iter().map(|q| {
+                    PartitionResponse::default()
+                        .with_partition_index(*q)
+                        .with_error_code(error::TOPIC_AUTHORIZATION_FAILED)
+                });
+                TopicResponse::default().with_name(t.name).with_partitions(parts.collect())
+            });
+            answer_or_patch::<DescribeProducersResponse, _>(req, r.topics.is_empty(), refused.collect(), |r, e| {
+                r.topics.extend(e)
+            })
+        }
         _ => return None,
     })
 }

@@ -236,6 +236,7 @@ async fn dispatch(k: &Arc<Kafka>, req: &Request, decoded: RequestKind) -> Reply 
         RequestKind::EndTxn(r) => txn::end_txn(k, req, r).await,
         RequestKind::ListTransactions(r) => txn_admin::list_transactions(k, req, r),
         RequestKind::DescribeTransactions(r) => txn_admin::describe_transactions(k, req, r),
+        RequestKind::DescribeProducers(r) => txn_admin::describe_producers(k, req, r),
         RequestKind::FindCoordinator(r) => groups::find_coordinator(k, req, r),
         RequestKind::JoinGroup(r) => groups::join(k, req, r).await,
         RequestKind::SyncGroup(r) => groups::sync(k, req, r).await,

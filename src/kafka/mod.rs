@@ -28,7 +28,7 @@
 //!                     |                 AddPartitions/AddOffsetsToTxn, TxnOffsetCommit, EndTxn
 //!                     |                 (txn_coordinator.rs state machine, txn_log.rs on disk,
 //!                     |                 txn_markers.rs control records + timeouts)
-//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions
+//!                     `-- txn_admin.rs  ListTransactions, DescribeTransactions, DescribeProducers
 //! retention.rs: a task that expires idle groups and, after kafkaOffsetsRetentionMinutes, the
 //! offsets of Kafka groups nobody is in; log_retention.rs: a task that enforces the topics'
 //! retention.ms / retention.bytes by moving log start offsets

@@ -176,6 +176,22 @@ impl ProducerIds {
         e.batches.push_back((first, last, offset, end));
     }
 
+    /// The producers with live state on (topic, partition), by id: (producer id, epoch, last
+    /// sequence, last write ms), for DescribeProducers.
+    pub fn active(&self, topic: &str, partition: i32, now: u64) -> Vec<(i64, i16, i32, u64)> {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<_> = s
+            .entries
+            .iter()
+            .filter(|((_, t, p), e)| {
+                t == topic && *p == partition && now.saturating_sub(e.last_write) <= self.expiration_ms
+            })
+            .map(|((pid, _, _), e)| (*pid, e.epoch, e.batches.back().map_or(-1, |b| b.1), e.last_write))
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
     /// (producer, partition) entries held: what a client's writes have made the broker keep.
     pub fn tracked(&self) -> usize {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).entries.len()

@@ -1,8 +1,10 @@
-//! ListTransactions (v0-1) and DescribeTransactions (v0), what `kafka-transactions.sh list` and
-//! `describe` ask: the coordinator's table (`txn_coordinator.rs`) as Kafka's
-//! `TransactionStateManager.listTransactionStates` and `handleDescribeTransactions` show it.
+//! ListTransactions (v0-1), DescribeTransactions (v0) and DescribeProducers (v0), what
+//! `kafka-transactions.sh list`, `describe` and `describe-producers` ask: the coordinator's table
+//! (`txn_coordinator.rs`) as Kafka's `TransactionStateManager.listTransactionStates` and
+//! `handleDescribeTransactions` show it, and a partition's producers (`producer_ids.rs`, with the
+//! start of an open transaction from `core.txn`).
 //!
-//! May import: `super::txn_coordinator`, the Kafka codec.
+//! May import: `super::txn_coordinator`, `super::names`, `crate::core` (txn), the Kafka codec.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +17,7 @@ use super::api::error;
 use super::api::{reply, Reply, Request};
 use super::metadata::s;
 use super::txn_coordinator::{check_transactional_id, TxnState};
-use super::Kafka;
+use super::{names, Kafka};
 
 pub fn list_transactions(k: &Arc<Kafka>, req: &Request, r: ListTransactionsRequest) -> Reply {
     let mut states = Vec::new();
@@ -81,4 +83,40 @@ pub fn describe_transactions(k: &Arc<Kafka>, req: &Request, r: DescribeTransacti
         .collect();
     drop(t);
     reply(req, &DescribeTransactionsResponse::default().with_transaction_states(described))
+}
+
+/// DescribeProducers: per partition, the producers whose idempotent state the broker keeps
+/// (`kafkaProducerIdExpirationMs`), with the start of their open transaction there, if any.
+pub fn describe_producers(k: &Arc<Kafka>, req: &Request, r: DescribeProducersRequest) -> Reply {
+    use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+    let now = u64::try_from(crate::store::now_ms()).unwrap_or(0);
+    let topics = r
+        .topics
+        .into_iter()
+        .map(|t| {
+            let named = names::check_topic(&k.shared.config, &t.name).err();
+            let view = k.shared.topics.view(&t.name);
+            let parts = t.partition_indexes.iter().map(|&q| {
+                let p = PartitionResponse::default().with_partition_index(q);
+                if let Some((code, why)) = &named {
+                    return p.with_error_code(*code).with_error_message(Some(s(why.clone())));
+                }
+                if !view.as_ref().is_some_and(|v| q >= 0 && q < v.read_queue_nums) {
+                    return p.with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION);
+                }
+                let producers = k.producers.active(&t.name, q, now).into_iter().map(|(pid, epoch, seq, at)| {
+                    ProducerState::default()
+                        .with_producer_id(ProducerId(pid))
+                        .with_producer_epoch(i32::from(epoch))
+                        .with_last_sequence(seq)
+                        .with_last_timestamp(i64::try_from(at).unwrap_or(-1))
+                        .with_coordinator_epoch(-1)
+                        .with_current_txn_start_offset(k.shared.txn.open_first_offset(&t.name, q, pid).unwrap_or(-1))
+                });
+                p.with_active_producers(producers.collect())
+            });
+            TopicResponse::default().with_name(t.name.clone()).with_partitions(parts.collect())
+        })
+        .collect();
+    reply(req, &DescribeProducersResponse::default().with_topics(topics))
 }

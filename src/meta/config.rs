@@ -172,7 +172,7 @@ config_struct! {
         /// transactions are aborted (and idle transactional ids expired).
         kafka_transaction_cleanup_interval_ms: u64 = 10_000 => "kafkaTransactionAbortTimedOutTransactionCleanupIntervalMs",
         /// How many transactional ids the coordinator keeps at most (ferrocket: bounded state).
-        kafka_max_transactional_ids: usize = 10_000 => "kafkaMaxTransactionalIds",
+        kafka_max_transactional_ids: usize = 1000 => "kafkaMaxTransactionalIds",
         // Java's `tls.*` keys (`TlsSystemConfig`), the same in broker.conf and namesrv.conf.
         @nested tls: crate::config::TlsKeys,
     }

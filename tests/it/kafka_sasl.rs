@@ -246,3 +246,81 @@ async fn topic_group_and_admin_permissions_apply() {
     assert_eq!(d.responses[0].error_code, 0, "an admin may");
     b.b.stop().await;
 }
+
+/// Transactions (`authz_txn.rs`): AddPartitionsToTxn needs PUB on every topic it adds (nothing is
+/// added otherwise), AddOffsetsToTxn the group's SUB, EndTxn any account, ListTransactions and
+/// DescribeTransactions an admin.
+#[tokio::test]
+async fn transaction_apis_map_onto_topic_group_and_admin_permissions() {
+    use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let b = broker().await;
+    let (mut admin, _) = plain(b.port, "adminUser", "adminSecret77").await;
+    for t in ["allowed", "secret"] {
+        assert_eq!(create(&mut admin, t).await.topics[0].error_code, 0);
+    }
+    let (mut c, ok) = plain(b.port, "producer1", "producerSecret9").await;
+    assert_eq!(ok.error_code, 0);
+    let tid = TransactionalId(s("tx1"));
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(Some(tid.clone()))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r: InitProducerIdResponse = c.call(ApiKey::InitProducerId, 4, &init).await;
+    assert_eq!(r.error_code, 0);
+    let (pid, epoch) = (r.producer_id, r.producer_epoch);
+    let add = |topics: &[&str]| {
+        AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(tid.clone())
+            .with_v3_and_below_producer_id(pid)
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(
+                topics
+                    .iter()
+                    .map(|t| AddPartitionsToTxnTopic::default().with_name(name(t)).with_partitions(vec![0]))
+                    .collect(),
+            )
+    };
+    let r: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, &add(&["allowed", "secret"])).await;
+    let codes: Vec<(String, i16)> = r
+        .results_by_topic_v3_and_below
+        .iter()
+        .map(|t| (t.name.0.to_string(), t.results_by_partition[0].partition_error_code))
+        .collect();
+    assert_eq!(
+        codes,
+        [("allowed".to_owned(), 55), ("secret".to_owned(), 29)],
+        "OPERATION_NOT_ATTEMPTED, TOPIC_AUTHORIZATION_FAILED"
+    );
+    let r: AddPartitionsToTxnResponse = c.call(ApiKey::AddPartitionsToTxn, 3, &add(&["allowed"])).await;
+    assert_eq!(r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, 0);
+    let offsets = |g: &str| {
+        AddOffsetsToTxnRequest::default()
+            .with_transactional_id(tid.clone())
+            .with_producer_id(pid)
+            .with_producer_epoch(epoch)
+            .with_group_id(GroupId(s(g)))
+    };
+    let r: AddOffsetsToTxnResponse = c.call(ApiKey::AddOffsetsToTxn, 3, &offsets("g2")).await;
+    assert_eq!(r.error_code, 30, "GROUP_AUTHORIZATION_FAILED");
+    let r: AddOffsetsToTxnResponse = c.call(ApiKey::AddOffsetsToTxn, 3, &offsets("g1")).await;
+    assert_eq!(r.error_code, 0);
+    let end =
+        EndTxnRequest::default().with_transactional_id(tid.clone()).with_producer_id(pid).with_producer_epoch(epoch);
+    let r: EndTxnResponse = c.call(ApiKey::EndTxn, 3, &end.with_committed(true)).await;
+    assert_eq!(r.error_code, 0);
+    let list = ListTransactionsRequest::default().with_duration_filter(-1);
+    let r: ListTransactionsResponse = c.call(ApiKey::ListTransactions, 1, &list).await;
+    assert!(r.transaction_states.is_empty(), "a non-admin lists nothing");
+    let r: ListTransactionsResponse = admin.call(ApiKey::ListTransactions, 1, &list).await;
+    assert_eq!(r.transaction_states[0].transactional_id, tid);
+    let describe = DescribeTransactionsRequest::default().with_transactional_ids(vec![tid.clone()]);
+    let r: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, &describe).await;
+    assert_eq!(r.transaction_states[0].error_code, 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+    let r: DescribeTransactionsResponse = admin.call(ApiKey::DescribeTransactions, 0, &describe).await;
+    assert_eq!(
+        (r.transaction_states[0].error_code, r.transaction_states[0].transaction_state.as_str()),
+        (0, "CompleteCommit")
+    );
+    b.b.stop().await;
+}

@@ -157,6 +157,14 @@ async fn commit_and_abort_write_one_control_record_per_partition_and_the_lso_fol
     assert_eq!(send(&mut c, &txn_produce("app", "tx", 1, txn_batch(2, pid, epoch, 0))).await, (0, 0));
     until("records dispatched", || lso(&b, "tx", 0).1 == 3 && lso(&b, "tx", 1).1 == 2).await;
     assert_eq!(lso(&b, "tx", 0), (0, 3), "the open transaction holds the LSO at its first offset");
+    let dp = DescribeProducersRequest::default().with_topics(vec![describe_producers_request::TopicRequest::default()
+        .with_name(name("tx"))
+        .with_partition_indexes(vec![0, 9])]);
+    let r: DescribeProducersResponse = c.call(ApiKey::DescribeProducers, 0, &dp).await;
+    let (p0, p9) = (&r.topics[0].partitions[0], &r.topics[0].partitions[1]);
+    let st = &p0.active_producers[0];
+    assert_eq!((p0.error_code, st.producer_id.0, st.last_sequence, st.current_txn_start_offset), (0, pid, 2, 0));
+    assert_eq!(p9.error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
     assert_eq!(end(&mut c, 3, "app", pid, epoch, true).await, 0);
     assert_eq!(end(&mut c, 3, "app", pid, epoch, true).await, 0, "a retried commit");
     markers_are(&b, "tx", 0, vec![(3, "COMMIT".into(), pid)]).await;
@@ -403,4 +411,83 @@ async fn kill_9_with_a_transaction_open_and_with_one_prepared() {
         "the crashed open transaction's producer is fenced"
     );
     b.stop().await;
+}
+
+/// kill -9 with EndTxn(commit) in flight: after the restart every partition of the transaction
+/// ends the same way: COMMIT everywhere (PrepareCommit was on disk: completed at start-up, a
+/// marker already written may be written again), or ABORT everywhere after its timeout (the
+/// crash came first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_a_commit_ends_every_partition_the_same_way() {
+    let state = kill_9_during_a_commit(false).await;
+    assert!(state == "CompleteCommit" || state == "CompleteAbort", "{state}");
+}
+
+/// The real process killed as soon as its transaction log says PrepareCommit (its markers
+/// partly written or not at all): the commit completes after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_right_after_prepare_commit_completes_the_commit() {
+    assert_eq!(kill_9_during_a_commit(true).await, "CompleteCommit");
+}
+
+/// Runs the race: kill at once after sending EndTxn, or once `after_prepare` sees
+/// PrepareCommit (or later) in the log; returns the transaction's final state.
+async fn kill_9_during_a_commit(after_prepare: bool) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, port) = spawn_child(dir.path());
+    let mut c = Conn::open(port).await;
+    create(&mut c, "racing", 3).await;
+    let (pid, epoch) = init_ready(&mut c, "race", 2000).await;
+    assert_eq!(add(&mut c, "race", pid, epoch, "racing", vec![0, 1, 2]).await, vec![0, 0, 0]);
+    for q in 0..3 {
+        assert_eq!(send(&mut c, &txn_produce("race", "racing", q, txn_batch(1, pid, epoch, 0))).await, (0, 0));
+    }
+    let commit = EndTxnRequest::default()
+        .with_transactional_id(tid("race"))
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_committed(true);
+    c.send(ApiKey::EndTxn, 3, &commit).await; // not waiting for the answer
+    if after_prepare {
+        let log = dir.path().join("config").join("kafkaTransactions.json");
+        let prepared = || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|t| t.contains("\"PrepareCommit\"") || t.contains("\"CompleteCommit\""))
+        };
+        until("PrepareCommit on disk", prepared).await;
+    }
+    child.kill_9();
+    let b = start_broker(dir.path(), |cfg| {
+        cfg.kafka_listen_port = KAFKA_ANY_PORT;
+        cfg.kafka_transaction_cleanup_interval_ms = 50;
+    })
+    .await;
+    let mut c = Conn::open(b.kafka_port.unwrap()).await;
+    let describe = DescribeTransactionsRequest::default().with_transactional_ids(vec![tid("race")]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let state = loop {
+        let r: DescribeTransactionsResponse = c.call(ApiKey::DescribeTransactions, 0, &describe).await;
+        let state = r.transaction_states[0].transaction_state.to_string();
+        if state.starts_with("Complete") && (0..3).all(|q| !markers(&b, "racing", q).is_empty()) {
+            break state;
+        }
+        assert!(Instant::now() < deadline, "the transaction did not end after the restart: {state}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let kinds: std::collections::BTreeSet<String> = (0..3)
+        .flat_map(|q| markers(&b, "racing", q))
+        .map(|(_, kind, marker_pid)| {
+            assert_eq!(marker_pid, pid);
+            kind
+        })
+        .collect();
+    eprintln!("kill -9 during EndTxn(commit): {state}, markers {kinds:?}");
+    let expected = if state == "CompleteCommit" { "COMMIT" } else { "ABORT" };
+    assert_eq!(kinds, [expected.to_owned()].into(), "every partition ends the same way");
+    for q in 0..3 {
+        let hw = b.inner.core.store.max_offset_in_queue("racing", q);
+        assert_eq!(b.inner.core.txn.last_stable_offset("racing", q, hw), hw, "nothing left open in {q}");
+    }
+    b.stop().await;
+    state
 }
