@@ -36,6 +36,7 @@ pub mod kind {
     pub const UNSUPPORTED_API: &str = "unsupported API or version";
     pub const BAD_REQUEST: &str = "undecodable request";
     pub const CONFIG: &str = "unsupported config";
+    pub const REPLICATION: &str = "unsupported replication factor";
 }
 
 /// (API key, kind) -> (start of its window, refusals left out in it).
@@ -99,7 +100,12 @@ fn printable(text: &str, max: usize) -> String {
 
 /// Logs a refusal of a decoded request: a config it cannot honour, a feature it does not have.
 pub fn warn(k: &Kafka, req: &Request, reason: &str) {
-    note(k, req.peer, &req.client_id, req.key as i16, req.version, kind::CONFIG, reason);
+    warn_kind(k, req, kind::CONFIG, reason);
+}
+
+/// [`warn`] with another kind of refusal (each kind has its own rate limit).
+pub fn warn_kind(k: &Kafka, req: &Request, kind: &'static str, reason: &str) {
+    note(k, req.peer, &req.client_id, req.key as i16, req.version, kind, reason);
 }
 
 /// The client id of a raw request frame body (request header v1+: api key, version,
