@@ -357,19 +357,19 @@ async fn a_refusal_is_one_rate_limited_warn_line_naming_client_api_and_reason() 
     let dir = tempfile::tempdir().unwrap();
     let (b, port) = kafka_broker(dir.path()).await;
     let mut c = Conn::open(port).await;
-    for t in ["warned-compact-1", "warned-compact-2", "warned-compact-3"] {
-        assert_eq!(create_with(&mut c, t, &[("cleanup.policy", "compact")]).await.error_code, INVALID_CONFIG);
+    for t in ["warned-isr-1", "warned-isr-2", "warned-isr-3"] {
+        assert_eq!(create_with(&mut c, t, &[("min.insync.replicas", "2")]).await.error_code, INVALID_CONFIG);
     }
     let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     let lines: Vec<&str> =
-        text.lines().filter(|l| l.contains("Kafka request refused") && l.contains("warned-compact")).collect();
+        text.lines().filter(|l| l.contains("Kafka request refused") && l.contains("warned-isr")).collect();
     assert_eq!(lines.len(), 1, "one line for three refusals within a minute: {lines:?}");
     let line = lines[0];
-    assert!(line.contains("WARN") && line.contains("warned-compact-1"), "{line}");
+    assert!(line.contains("WARN") && line.contains("warned-isr-1"), "{line}");
     assert!(
         line.contains("client_id=it") && line.contains("CreateTopics") && line.contains("peer=127.0.0.1:"),
         "{line}"
     );
-    assert!(line.contains("cleanup.policy=compact is not supported"), "{line}");
+    assert!(line.contains("min.insync.replicas=2 is not supported"), "{line}");
     b.stop().await;
 }
