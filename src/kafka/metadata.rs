@@ -150,8 +150,10 @@ pub async fn create_topics(k: &Arc<Kafka>, req: &Request, r: CreateTopicsRequest
         let mut res = CreatableTopicResult::default().with_name(t.name.clone());
         match refusal {
             Some((code, why)) => {
-                if code == error::INVALID_CONFIG || code == error::INVALID_REPLICATION_FACTOR {
+                if code == error::INVALID_CONFIG {
                     refusals::warn(k, req, &format!("topic '{name}': {why}"));
+                } else if code == error::INVALID_REPLICATION_FACTOR {
+                    refusals::warn_kind(k, req, refusals::kind::REPLICATION, &format!("topic '{name}': {why}"));
                 }
                 res = res.with_error_code(code).with_error_message(Some(s(why)));
             }

@@ -36,6 +36,7 @@ pub mod kind {
     pub const UNSUPPORTED_API: &str = "unsupported API or version";
     pub const BAD_REQUEST: &str = "undecodable request";
     pub const CONFIG: &str = "unsupported config";
+    pub const REPLICATION: &str = "unsupported replication factor";
 }
 
 /// (API key, kind) -> (start of its window, refusals left out in it).
@@ -79,22 +80,32 @@ fn api_name(api: i16) -> String {
 /// Logs a refusal (rate-limited) of a request whose header was read raw.
 pub fn note(k: &Kafka, peer: SocketAddr, client_id: &str, api: i16, version: i16, kind: &'static str, reason: &str) {
     let Some(suppressed) = k.refusals.admit(api, kind, Instant::now()) else { return };
-    let client_id: String = client_id.chars().take(128).collect();
     warn!(
         %peer,
-        client_id = %client_id.escape_debug(),
+        client_id = %printable(client_id, 128),
         api = api_name(api),
         version,
         kind,
-        reason = %reason.escape_debug(),
+        reason = %printable(reason, 1024),
         suppressed,
         "Kafka request refused"
     );
 }
 
+/// At most `max` characters of text a client chose, control characters (a forged log line)
+/// shown as `?`.
+fn printable(text: &str, max: usize) -> String {
+    text.chars().take(max).map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
 /// Logs a refusal of a decoded request: a config it cannot honour, a feature it does not have.
 pub fn warn(k: &Kafka, req: &Request, reason: &str) {
-    note(k, req.peer, &req.client_id, req.key as i16, req.version, kind::CONFIG, reason);
+    warn_kind(k, req, kind::CONFIG, reason);
+}
+
+/// [`warn`] with another kind of refusal (each kind has its own rate limit).
+pub fn warn_kind(k: &Kafka, req: &Request, kind: &'static str, reason: &str) {
+    note(k, req.peer, &req.client_id, req.key as i16, req.version, kind, reason);
 }
 
 /// The client id of a raw request frame body (request header v1+: api key, version,
@@ -132,5 +143,7 @@ mod tests {
         assert_eq!(raw_client_id(&[0, 68, 0, 1, 0, 0, 0, 1, 0xff, 0xff]), "");
         assert_eq!(raw_client_id(&[0, 68, 0, 1, 0, 0, 0, 1, 0, 9, b'i']), "");
         assert_eq!(raw_client_id(&[0, 1]), "");
+        assert_eq!(printable("a\nWARN forged", 100), "a?WARN forged");
+        assert_eq!(printable("abcdef", 3), "abc");
     }
 }

@@ -324,5 +324,52 @@ async fn a_topic_created_compacted_through_kafka_is_compacted_and_kept() {
     assert_eq!(first(&r), (0, 3));
     assert_eq!(wait_earliest(&mut c, "swept", |e| e == 6).await, 6, "another sweep ran");
     assert_eq!(earliest(&mut c, "app-store-changelog").await, start, "retention left the compacted topic alone");
+
+/// Under aclEnable: DeleteRecords needs PUB and SUB on the topic (Kafka's DELETE), config changes
+/// need an admin; refusals are per topic, the connection stays open.
+#[tokio::test]
+async fn delete_records_and_config_changes_are_authorized() {
+    let k = super::kafka_sasl::broker().await;
+    let (mut admin, r) = super::kafka_sasl::plain(k.port, "adminUser", "adminSecret77").await;
+    assert_eq!(r.error_code, 0);
+    for t in ["allowed", "writeonly"] {
+        super::kafka::create(&mut admin, t, 1).await;
+        let r: ProduceResponse = admin.call(ApiKey::Produce, 9, &produce(t, 1, batch(3, None))).await;
+        assert_eq!(first(&r), (0, 0));
+    }
+    let (mut user, r) = super::kafka_sasl::plain(k.port, "producer1", "producerSecret9").await;
+    assert_eq!(r.error_code, 0);
+    assert_eq!(delete_records(&mut user, "allowed", 1).await, (0, 1), "PUB and SUB");
+    assert_eq!(delete_records(&mut user, "writeonly", 1).await.0, 29, "PUB alone: TOPIC_AUTHORIZATION_FAILED");
+    let set = [("retention.ms", 0, Some("1000"))];
+    assert_eq!(incremental(&mut user, "allowed", &set, false).await.0, 29, "not an admin");
+    assert_eq!(incremental(&mut admin, "allowed", &set, false).await.0, 0);
+    assert_eq!(earliest(&mut admin, "writeonly").await, 0, "nothing deleted");
+    k.b.stop().await;
+}
+
+/// Before: refused configs left no line in the broker's log. Now a refusal is one WARN naming
+/// the client, the API and the reason, and the same kind of refusal again within a minute is
+/// counted, not logged.
+#[tokio::test]
+async fn a_refusal_is_one_rate_limited_warn_line_naming_client_api_and_reason() {
+    let logs = super::support::logs();
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    for t in ["warned-isr-1", "warned-isr-2", "warned-isr-3"] {
+        assert_eq!(create_with(&mut c, t, &[("min.insync.replicas", "2")]).await.error_code, INVALID_CONFIG);
+    }
+    let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let lines: Vec<&str> =
+        text.lines().filter(|l| l.contains("Kafka request refused") && l.contains("warned-isr")).collect();
+    assert_eq!(lines.len(), 1, "one line for three refusals within a minute: {lines:?}");
+    let line = lines[0];
+    assert!(line.contains("WARN") && line.contains("warned-isr-1"), "{line}");
+    assert!(
+        line.contains("client_id=it") && line.contains("CreateTopics") && line.contains("peer=127.0.0.1:"),
+        "{line}"
+    );
+    assert!(line.contains("min.insync.replicas=2 is not supported"), "{line}");
     b.stop().await;
 }

@@ -21,21 +21,21 @@ accounts:
     secretKey: producerSecret9
     defaultTopicPerm: DENY
     defaultGroupPerm: DENY
-    topicPerms: ['allowed=PUB|SUB']
+    topicPerms: ['allowed=PUB|SUB', 'writeonly=PUB']
     groupPerms: ['g1=SUB']
   - accessKey: adminUser
     secretKey: adminSecret77
     admin: true
 ";
 
-struct Broker {
-    b: TestBroker,
-    port: u16,
+pub(super) struct Broker {
+    pub(super) b: TestBroker,
+    pub(super) port: u16,
     _home: tempfile::TempDir,
     _store: tempfile::TempDir,
 }
 
-async fn broker() -> Broker {
+pub(super) async fn broker() -> Broker {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join("conf")).unwrap();
     std::fs::write(home.path().join("conf/plain_acl.yml"), ACL).unwrap();
@@ -65,7 +65,7 @@ async fn authenticate(c: &mut Conn, token: Vec<u8>) -> SaslAuthenticateResponse 
 }
 
 /// A PLAIN login; the SaslAuthenticate answer.
-async fn plain(port: u16, user: &str, password: &str) -> (Conn, SaslAuthenticateResponse) {
+pub(super) async fn plain(port: u16, user: &str, password: &str) -> (Conn, SaslAuthenticateResponse) {
     let mut c = Conn::open(port).await;
     let h = handshake(&mut c, "PLAIN").await;
     assert_eq!(h.error_code, 0);

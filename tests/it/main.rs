@@ -9,6 +9,7 @@ mod broker_harness;
 mod compaction;
 mod config_files;
 mod crash;
+mod crash_log_start;
 mod docs;
 mod golden;
 mod ha;
