@@ -1,5 +1,5 @@
 //! Every compacted queue of the store (`CompactionStore`'s table), loaded from
-//! `<root>/compaction/` at start, and the lookup that says which topics are compacted (set by
+//! `<root>/compacted/` at start, and the lookup that says which topics are compacted (set by
 //! whoever owns the topic configs: the broker, from `topics.json` attributes).
 //!
 //! May import: `model` and modules of `store/`; the area's rule is its line in

@@ -186,7 +186,7 @@ async fn a_crash_before_the_commit_leaves_the_previous_generation_in_force() {
     put(&store, &[(Some("a"), Some("3")), (Some("b"), Some("3"))]).await;
     store.inject_compaction_crash();
     assert!(store.compact_now(T, 0, crate::store::now_ms()).is_err());
-    let qdir = dir.path().join("compaction").join(T).join("0");
+    let qdir = dir.path().join("compacted").join(T).join("0");
     let files = |ext: &str| {
         std::fs::read_dir(&qdir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(ext)).count()
     };
