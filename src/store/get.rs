@@ -419,6 +419,12 @@ impl MessageStore {
         self.inner.compaction.set_lookup(lookup);
     }
 
+    /// Tells compaction about Kafka transactions: it stops at the last stable offset and drops
+    /// records of aborted transactions and control records.
+    pub fn set_compaction_txn(&self, txn: std::sync::Arc<dyn compaction::CompactionTxn>) {
+        self.inner.compaction.set_txn(txn);
+    }
+
     /// Compacts one queue now, whatever its dirty ratio (admin, tests, the benchmark): `None`
     /// if the topic is not compacted (or `enableCompaction=false`) or has no such queue.
     pub fn compact_now(

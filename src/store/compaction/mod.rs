@@ -29,7 +29,7 @@ pub mod table;
 
 pub use pass::CompactionStats;
 pub use policy::CompactionPolicy;
-pub use table::{CompactionLookup, CompactionTable};
+pub use table::{CompactionLookup, CompactionTable, CompactionTxn};
 
 #[cfg(test)]
 mod tests;

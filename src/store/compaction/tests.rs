@@ -245,3 +245,30 @@ async fn the_background_round_compacts_a_queue_above_its_dirty_ratio() {
     assert_eq!(read_all(&store, 0), vec![row(1, "a", "2"), row(2, "b", "1")]);
     store.shutdown().unwrap();
 }
+
+/// Kafka's cleaner: never past the last stable offset; an aborted record is not kept and does
+/// not supersede the committed value before it.
+#[tokio::test]
+async fn compaction_stops_at_the_last_stable_offset_and_drops_aborted_records() {
+    struct Txn;
+    impl super::CompactionTxn for Txn {
+        fn clean_limit(&self, _: &str, _: i32, end: i64) -> i64 {
+            end.min(3) // a transaction opened at offset 3
+        }
+        fn committed(&self, _: &str, _: i32, offset: i64, _: &str) -> bool {
+            offset != 1 // offset 1 belongs to an aborted transaction
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()), 60_000);
+    store.set_compaction_txn(Arc::new(Txn));
+    put(
+        &store,
+        &[(Some("a"), Some("1")), (Some("a"), Some("aborted")), (Some("b"), Some("1")), (Some("c"), Some("open"))],
+    )
+    .await;
+    let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!((stats.end, stats.uncommitted), (3, 1));
+    assert_eq!(read_all(&store, 0), vec![row(0, "a", "1"), row(2, "b", "1"), row(3, "c", "open")]);
+    store.shutdown().unwrap();
+}
