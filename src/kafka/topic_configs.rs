@@ -7,7 +7,7 @@
 //! key                     accepted values             kept as            honoured by
 //! retention.ms            -1 or >= 0                  as given           log_retention.rs (capped by fileReservedTime)
 //! retention.bytes         -1 or >= 0                  as given           log_retention.rs
-//! cleanup.policy          delete                      DELETE (RocketMQ)  retention; compact refused (not built)
+//! cleanup.policy          delete, compact, both       DELETE / COMPACTION / compact,delete   retention; store/compaction
 //! segment.bytes           >= 1048576                  as given           stored only (CommitLog segments are broker-wide)
 //! segment.ms              >= 1                        as given           stored only
 //! message.timestamp.type  CreateTime                  as given           fetch answers the producer's time
@@ -138,15 +138,16 @@ fn cleanup_policy(value: &str) -> Result<String, Refusal> {
             "Invalid value {bad} for configuration cleanup.policy: String must be one of: compact, delete"
         )));
     }
-    if parts.contains(&"compact") {
-        return Err(invalid(format!(
-            "cleanup.policy={value} is not supported yet: this broker does not compact topics, and retention would delete compacted state"
-        )));
-    }
     if parts.is_empty() {
-        return Err(invalid("cleanup.policy must name a policy: this broker supports delete".into()));
+        return Err(invalid("cleanup.policy must name a policy: compact, delete".into()));
     }
-    Ok(ROCKETMQ_DELETE.into())
+    // Compaction: store/compaction reads the attribute (RocketMQ's COMPACTION for `compact`
+    // alone; `compact,delete` kept as Kafka says it).
+    match (parts.contains(&"compact"), parts.contains(&"delete")) {
+        (true, false) => Ok(ROCKETMQ_COMPACTION.into()),
+        (true, true) => Ok("compact,delete".into()),
+        _ => Ok(ROCKETMQ_DELETE.into()),
+    }
 }
 
 /// The Kafka value of a kept attribute.
@@ -184,6 +185,10 @@ pub fn describe(c: &BrokerConfig, attributes: &BTreeMap<String, String>) -> Vec<
 
 /// A topic's `retention.ms` and `retention.bytes` (-1: unlimited, also when unset).
 pub fn retention(attributes: &BTreeMap<String, String>) -> (i64, i64) {
+    // `compact` alone: no time or size retention (Kafka), only compaction.
+    if attributes.get("cleanup.policy").is_some_and(|p| p == ROCKETMQ_COMPACTION || p == "compact") {
+        return (-1, -1);
+    }
     let get = |k: &str| attributes.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(-1);
     (get("retention.ms"), get("retention.bytes"))
 }
@@ -242,8 +247,6 @@ mod tests {
         for (k, v) in [
             ("retention.ms", "-2"),
             ("retention.bytes", "x"),
-            ("cleanup.policy", "compact"),
-            ("cleanup.policy", "compact,delete"),
             ("cleanup.policy", "bogus"),
             ("min.insync.replicas", "2"),
             ("message.timestamp.type", "LogAppendTime"),
@@ -252,7 +255,8 @@ mod tests {
         ] {
             assert_eq!(check(k, Some(v)).unwrap_err().0, error::INVALID_CONFIG, "{k}={v}");
         }
-        assert!(check("cleanup.policy", Some("compact")).unwrap_err().1.contains("not supported"));
+        assert_eq!(check("cleanup.policy", Some("compact")).unwrap(), "COMPACTION");
+        assert_eq!(check("cleanup.policy", Some("delete,compact")).unwrap(), "compact,delete");
         assert_eq!(check("retention.ms", None).unwrap_err().0, error::INVALID_CONFIG);
     }
 
@@ -262,7 +266,9 @@ mod tests {
         apply(&mut a, "retention.ms", 0, Some("5000")).unwrap();
         apply(&mut a, "cleanup.policy", 2, Some("delete")).unwrap();
         assert_eq!(a.get("cleanup.policy").map(String::as_str), Some("DELETE"));
-        assert_eq!(apply(&mut a, "cleanup.policy", 2, Some("compact")).unwrap_err().0, error::INVALID_CONFIG);
+        apply(&mut a, "cleanup.policy", 0, Some("compact")).unwrap();
+        assert_eq!(retention(&a), (-1, -1), "compact alone: no retention");
+        apply(&mut a, "cleanup.policy", 0, Some("delete")).unwrap();
         assert_eq!(apply(&mut a, "retention.ms", 2, Some("1")).unwrap_err().0, error::INVALID_CONFIG);
         apply(&mut a, "retention.ms", 1, None).unwrap();
         assert_eq!(retention(&a), (-1, -1));

@@ -285,3 +285,53 @@ fn a_kill_during_compaction_loses_no_latest_value() {
         });
     }
 }
+
+/// The Kafka door: CreateTopics with `cleanup.policy=compact` is accepted, kept as RocketMQ's
+/// COMPACTION, read back as `compact`; produced records are compacted like any others.
+#[tokio::test]
+async fn a_topic_created_compacted_through_kafka_is_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = super::kafka::kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    let config = |k: &str, v: &str| {
+        create_topics_request::CreatableTopicConfig::default()
+            .with_name(kafka_protocol::protocol::StrBytes::from_string(k.to_owned()))
+            .with_value(Some(kafka_protocol::protocol::StrBytes::from_string(v.to_owned())))
+    };
+    let req = CreateTopicsRequest::default().with_topics(vec![create_topics_request::CreatableTopic::default()
+        .with_name(name("kcompact"))
+        .with_num_partitions(1)
+        .with_replication_factor(1)
+        .with_configs(vec![config("cleanup.policy", "compact")])]);
+    let r: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, &req).await;
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let attributes = b.inner.topics.get("kcompact").unwrap().attributes;
+    assert_eq!(attributes.get("cleanup.policy").map(String::as_str), Some("COMPACTION"));
+
+    let recs: Vec<Record> = ["a", "b", "a", "c", "a"]
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Record {
+            timestamp: 1,
+            key: Some(Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(Bytes::from(format!("v{i}"))),
+            headers: vec![],
+        })
+        .collect();
+    let mut batch = bytes::BytesMut::new();
+    records::write_batch(&mut batch, 0, &recs);
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("kcompact", 1, batch.freeze())).await;
+    assert_eq!(first(&r), (0, 0));
+    b.inner.store.await_dispatched(Duration::from_secs(10)).await;
+    let stats = b.inner.store.compact_now("kcompact", 0, ferrocket::store::now_ms()).unwrap().expect("compacted");
+    assert_eq!((stats.end, stats.records_kept), (5, 3));
+    let r = b.inner.store.get_message("kcompact", 0, 0, 32, 1 << 20, &ferrocket::store::AcceptAll);
+    let got: Vec<(i64, String)> = r
+        .messages
+        .iter()
+        .map(|m| ferrocket::store::commit_log::record::decode(m, true).unwrap())
+        .map(|m| (m.queue_offset, String::from_utf8(m.body.to_vec()).unwrap()))
+        .collect();
+    assert_eq!(got, vec![(1, "v1".to_owned()), (3, "v3".to_owned()), (4, "v4".to_owned())]);
+    b.stop().await;
+}

@@ -89,7 +89,9 @@ pub fn run(q: &CompactedQueue, cq: &ConsumeQueue, input: &PassInput<'_>) -> Resu
         |offset: i64, properties: &str| txn.is_none_or(|t| t.committed(cq.topic(), cq.queue_id(), offset, properties));
     let _one_at_a_time = q.pass.lock().unwrap_or_else(|e| e.into_inner());
     let old = q.current();
-    let base = if old.end == 0 && old.entries() == 0 { cq.min_offset_in_queue() } else { old.base };
+    // What DeleteRecords or topic retention moved the log start past goes too.
+    let log_start = cq.log_start();
+    let base = if old.end == 0 && old.entries() == 0 { cq.min_offset_in_queue() } else { old.base.max(log_start) };
     let from = old.end.max(base);
     let clean_point = clean_point.max(from);
     let mut stats = PassStats::default();
@@ -104,6 +106,9 @@ pub fn run(q: &CompactedQueue, cq: &ConsumeQueue, input: &PassInput<'_>) -> Resu
     let write_err = |e| StoreError::io(format!("write {}", log_path.display()))(e);
     for i in 0..old.entries() {
         let Some(e) = old.entry(i) else { break };
+        if e.queue_offset < log_start {
+            continue;
+        }
         let Some(rec) = old.record(&e) else { continue };
         stats.records_read += 1;
         let superseded = match record::check(&rec, false) {

@@ -272,3 +272,24 @@ async fn compaction_stops_at_the_last_stable_offset_and_drops_aborted_records() 
     assert_eq!(read_all(&store, 0), vec![row(0, "a", "1"), row(2, "b", "1"), row(3, "c", "open")]);
     store.shutdown().unwrap();
 }
+
+/// DeleteRecords (or topic retention) on a compacted queue: the log start raises its minimum,
+/// reads below it are OFFSET_TOO_SMALL, and the next pass drops what lies below it.
+#[tokio::test]
+async fn the_log_start_bounds_a_compacted_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()), 60_000);
+    put(&store, &[(Some("a"), Some("1")), (Some("b"), Some("1")), (Some("c"), Some("1")), (Some("a"), Some("2"))])
+        .await;
+    store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!(store.min_offset_in_queue(T, 0), 0);
+    assert_eq!(store.advance_log_start(T, 0, 2).unwrap(), 2);
+    assert_eq!(store.min_offset_in_queue(T, 0), 2);
+    let r = store.get_message(T, 0, 1, 32, 1 << 20, &AcceptAll);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetTooSmall, 2));
+    assert_eq!(read_all(&store, 2), vec![row(2, "c", "1"), row(3, "a", "2")]);
+    let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!(stats.records_kept, 2, "b (offset 1) is below the log start: gone");
+    assert_eq!(read_all(&store, 2), vec![row(2, "c", "1"), row(3, "a", "2")]);
+    store.shutdown().unwrap();
+}

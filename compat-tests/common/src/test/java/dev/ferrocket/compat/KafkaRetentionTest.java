@@ -128,12 +128,16 @@ class KafkaRetentionTest {
             assertEquals(ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG, d.get("retention.bytes").source());
             assertEquals(ConfigEntry.ConfigSource.DEFAULT_CONFIG, d.get("retention.ms").source());
 
-            // Compaction is refused with INVALID_CONFIG, and the broker says so in its log.
+            // Compaction is accepted and read back as Kafka says it.
             NewTopic compacted = new NewTopic(topic("k-compact"), 1, (short) 1).configs(Map.of("cleanup.policy", "compact"));
-            ExecutionException e = assertThrows(ExecutionException.class, () -> admin.createTopics(List.of(compacted)).all().get());
+            admin.createTopics(List.of(compacted)).all().get();
+            assertEquals("compact", describe(admin, topic("k-compact")).get("cleanup.policy").value());
+            // A config the broker cannot honour is refused with INVALID_CONFIG, and the broker says so in its log.
+            NewTopic replicas = new NewTopic(topic("k-isr"), 1, (short) 1).configs(Map.of("min.insync.replicas", "2"));
+            ExecutionException e = assertThrows(ExecutionException.class, () -> admin.createTopics(List.of(replicas)).all().get());
             assertInstanceOf(InvalidConfigurationException.class, e.getCause());
             String log = Files.readString(env.dir().resolve("ferrocket-standalone.log"));
-            assertTrue(log.contains("Kafka request refused") && log.contains("cleanup.policy"), "a WARN line for the refusal");
+            assertTrue(log.contains("Kafka request refused") && log.contains("min.insync.replicas"), "a WARN line for the refusal");
 
             // The real kafka-configs.sh --describe shows what was set.
             String out = tool("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, "--describe",
