@@ -131,7 +131,7 @@ class KafkaRetentionTest {
             // Compaction is accepted and read back as Kafka says it.
             NewTopic compacted = new NewTopic(topic("k-compact"), 1, (short) 1).configs(Map.of("cleanup.policy", "compact"));
             admin.createTopics(List.of(compacted)).all().get();
-            assertEquals("compact", describe(admin, topic("k-compact")).get("cleanup.policy").value());
+            assertEquals("compact", describe(admin, compacted.name()).get("cleanup.policy").value());
             // A config the broker cannot honour is refused with INVALID_CONFIG, and the broker says so in its log.
             NewTopic replicas = new NewTopic(topic("k-isr"), 1, (short) 1).configs(Map.of("min.insync.replicas", "2"));
             ExecutionException e = assertThrows(ExecutionException.class, () -> admin.createTopics(List.of(replicas)).all().get());
