@@ -25,6 +25,7 @@
 
 pub mod append;
 pub mod committed;
+mod compaction;
 pub mod outcome;
 pub mod properties;
 pub mod stats;
@@ -90,7 +91,7 @@ pub struct Core {
     /// `aclEnable=true`: the accounts every door checks requests against.
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Kafka transactions in the log: open ones (the LSO), aborted ranges, read by both doors.
-    pub txn: txn::TxnMarkers,
+    pub txn: Arc<txn::TxnMarkers>,
 }
 
 /// The managers a [`Core`] is built from (loaded by the broker from its config files).
@@ -111,15 +112,11 @@ pub struct Parts {
 impl Core {
     pub fn new(p: Parts) -> Self {
         let topics = Arc::new(p.topics);
-        // Compaction asks which topics are compacted: the `cleanup.policy` attribute both doors
-        // write (RocketMQ `+cleanup.policy=COMPACTION`, Kafka `compact`).
-        let policies = topics.clone();
-        p.store.set_compaction_lookup(Arc::new(move |topic| {
-            policies.get(topic).and_then(|tc| crate::store::compaction::CompactionPolicy::of(&tc.attributes))
-        }));
         // The end of a transaction moves the LSO: reads held on the queue read again.
         let hold = p.hold.clone();
         p.txn.set_end_listener(Box::new(move |topic, queue_id| hold.message_arrived(topic, queue_id)));
+        let txn = Arc::new(p.txn);
+        compaction::attach(&p.store, &topics, &txn);
         Self {
             live: Arc::new(LiveConfig::new(&p.config)),
             config: p.config,
@@ -139,7 +136,7 @@ impl Core {
             register_done: tokio::sync::watch::Sender::new(0),
             registering: AtomicBool::new(false),
             acl: p.acl,
-            txn: p.txn,
+            txn,
         }
     }
 

@@ -130,9 +130,9 @@ impl StoreConfig {
         self.store_path_root_dir.join("index")
     }
 
-    /// Compacted queues (`compaction/<topic>/<queueId>/`).
+    /// Compacted queues (`compacted/<topic>/<queueId>/`: not Java's `compaction/`, whose files stay apart).
     pub fn compaction_dir(&self) -> PathBuf {
-        self.store_path_root_dir.join("compaction")
+        self.store_path_root_dir.join("compacted")
     }
 
     pub fn checkpoint_path(&self) -> PathBuf {

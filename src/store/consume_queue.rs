@@ -230,6 +230,11 @@ impl ConsumeQueue {
         present.max(self.log_start.load(Ordering::Acquire).min(self.max_offset_in_queue()))
     }
 
+    /// The log start offset (0 if none was set).
+    pub fn log_start(&self) -> i64 {
+        self.log_start.load(Ordering::Acquire)
+    }
+
     /// Raises the log start offset in memory (`LogStarts` persists it first).
     pub fn set_log_start(&self, offset: i64) {
         self.log_start.fetch_max(offset, Ordering::AcqRel);

@@ -73,10 +73,18 @@ impl MessageStore {
         self.queue(topic, queue_id).map_or(0, |q| q.max_offset_in_queue())
     }
 
-    /// The first offset still readable: a compacted queue's base once it has a compacted log.
+    /// The first offset still readable: a compacted queue's base (or its log start, if above)
+    /// once it has a compacted log.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
-        let cq_min = self.queue(topic, queue_id).map_or(0, |q| q.min_offset_in_queue());
-        compaction::service::min_offset(&self.inner, topic, queue_id).map_or(cq_min, |base| base.min(cq_min))
+        let Some(cq) = self.queue(topic, queue_id) else { return 0 };
+        self.compacted_min(&cq).unwrap_or_else(|| cq.min_offset_in_queue())
+    }
+
+    /// The minimum of a queue with a compacted log: its base, raised by the log start
+    /// (DeleteRecords, topic retention), never above the ConsumeQueue's own.
+    fn compacted_min(&self, cq: &ConsumeQueue) -> Option<i64> {
+        let base = compaction::service::min_offset(&self.inner, cq.topic(), cq.queue_id())?;
+        Some(base.max(cq.log_start()).min(cq.min_offset_in_queue()))
     }
 
     /// Reads up to `max_msg_nums` messages from queue offset `offset` (`getMessage`).
@@ -124,8 +132,13 @@ impl MessageStore {
         r.min_offset = cq.min_offset_in_queue();
         r.max_offset = cq.max_offset_in_queue();
         let end = end.min(r.max_offset);
-        if let Some(base) = compaction::service::min_offset(&self.inner, topic, queue_id) {
-            r.min_offset = r.min_offset.min(base);
+        if let Some(min) = self.compacted_min(&cq) {
+            r.min_offset = min;
+            if offset < min {
+                r.status = GetMessageStatus::OffsetTooSmall;
+                r.next_begin_offset = min;
+                return r;
+            }
             if let Some(got) =
                 self.get_compacted(r.clone(), topic, queue_id, offset, max_msg_nums, max_total_bytes, filter)
             {
@@ -417,6 +430,12 @@ impl MessageStore {
     /// by retention, never on a read): the broker answers from the topics' `cleanup.policy`.
     pub fn set_compaction_lookup(&self, lookup: compaction::CompactionLookup) {
         self.inner.compaction.set_lookup(lookup);
+    }
+
+    /// Tells compaction about Kafka transactions: it stops at the last stable offset and drops
+    /// records of aborted transactions and control records.
+    pub fn set_compaction_txn(&self, txn: std::sync::Arc<dyn compaction::CompactionTxn>) {
+        self.inner.compaction.set_txn(txn);
     }
 
     /// Compacts one queue now, whatever its dirty ratio (admin, tests, the benchmark): `None`

@@ -16,7 +16,7 @@
 //! <root>/index/yyyyMMddHHmmssSSS           40-byte header, hash slots, 20-byte entries
 //! <root>/config/logStartOffset.json         log start offsets (DeleteRecords, topic retention)
 //! <root>/checkpoint                         physicMsgTimestamp logicsMsgTimestamp indexMsgTimestamp …
-//! <root>/compaction/<topic>/<queueId>/     compacted queues: state, <gen>.log, <gen>.idx (compaction/)
+//! <root>/compacted/<topic>/<queueId>/     compacted queues: state, <gen>.log, <gen>.idx (compaction/)
 //! <root>/abort                              present while running: its presence means a crash
 //! <root>/lock                               exclusive process lock
 //! <root>/timerwheel, timerlog/, config/timercheck   timer messages (timer/)

@@ -176,3 +176,162 @@ async fn a_compacted_topic_keeps_the_latest_value_per_key_for_both_doors_after_r
     assert_eq!(fetch_all(&mut kc).await, want);
     b.stop().await;
 }
+
+const CRASH_CHILD_DIR: &str = "FERROCKET_COMPACTION_CRASH_DIR";
+const CRASH_TOPIC: &str = "CrashCompacted";
+
+fn crash_store(dir: &std::path::Path) -> ferrocket::store::MessageStore {
+    let mut c = super::store::config(dir, ferrocket::store::FlushDiskType::SyncFlush);
+    c.compaction_interval = Duration::from_secs(3600);
+    let store = ferrocket::store::MessageStore::open(c).unwrap();
+    let policy = ferrocket::store::compaction::CompactionPolicy::default();
+    store.set_compaction_lookup(std::sync::Arc::new(move |t| (t == CRASH_TOPIC).then_some(policy)));
+    store
+}
+
+/// The child: one writer of keyed records (SYNC_FLUSH, `ACK key body offset` once durable) while
+/// another thread compacts the queue over and over, until SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "started as a child process by the compaction kill test"]
+async fn compaction_crash_child() {
+    let Ok(dir) = std::env::var(CRASH_CHILD_DIR) else { return };
+    let store = std::sync::Arc::new(crash_store(dir.as_ref()));
+    let compactor = store.clone();
+    std::thread::spawn(move || loop {
+        let _ = compactor.compact_now(CRASH_TOPIC, 0, ferrocket::store::now_ms());
+    });
+    let generation = std::process::id();
+    for i in 0u64.. {
+        let (key, body) = (format!("k{}", i % 40), format!("{generation}-{i}"));
+        let r = store.put_messages(&[super::store::msg(CRASH_TOPIC, 0, &body, "T", &key)], true).await;
+        if let (true, Some(a)) = (r.is_ok(), r.append) {
+            println!("ACK {key} {body} {}", a.queue_offset);
+        }
+    }
+}
+
+/// SIGKILL while passes run (at pseudo-random numbers of acknowledged records): after each
+/// restart the queue reads from offset 0 with offsets increasing, and every key's latest record
+/// is at or after the last one acknowledged for it.
+#[test]
+fn a_kill_during_compaction_loses_no_latest_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut acked: std::collections::HashMap<String, i64> = Default::default();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id());
+    let cycles = std::env::var("FERROCKET_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(5usize);
+    for cycle in 0..cycles {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let kill_after = 100 + (x % 400) as usize;
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "compaction::compaction_crash_child", "--nocapture", "--test-threads", "1"])
+            .env(CRASH_CHILD_DIR, dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let mut seen = 0;
+        for line in lines.map_while(Result::ok) {
+            let Some(ack) = line.strip_prefix("ACK ") else { continue };
+            let mut f = ack.split(' ');
+            let (key, _body, offset) =
+                (f.next().unwrap(), f.next().unwrap(), f.next().unwrap().parse::<i64>().unwrap());
+            acked.insert(key.to_owned(), offset);
+            seen += 1;
+            if seen == kill_after {
+                break;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let store = crash_store(dir.path());
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while store.dispatched_offset() < store.commit_log_max_offset() {
+                assert!(std::time::Instant::now() < deadline, "dispatch did not catch up after recovery");
+                store.await_dispatched(Duration::from_millis(100)).await;
+            }
+            let end = store.compacted_end(CRASH_TOPIC, 0);
+            let (mut offset, mut last_offset) = (0i64, -1i64);
+            let mut latest: std::collections::HashMap<String, i64> = Default::default();
+            let mut below_end = std::collections::HashSet::new();
+            loop {
+                let r = store.get_message(CRASH_TOPIC, 0, offset, 32, 1 << 20, &ferrocket::store::AcceptAll);
+                for m in &r.messages {
+                    let m = ferrocket::store::commit_log::record::decode(m, true).expect("a whole record");
+                    assert!(m.queue_offset > last_offset, "cycle {cycle}: offsets go back at {}", m.queue_offset);
+                    last_offset = m.queue_offset;
+                    let key = property_value(&m.properties, "KEYS").unwrap().to_owned();
+                    if m.queue_offset < end {
+                        assert!(below_end.insert(key.clone()), "cycle {cycle}: {key} twice below the compacted end");
+                    }
+                    latest.insert(key, m.queue_offset);
+                }
+                if r.next_begin_offset >= r.max_offset {
+                    break;
+                }
+                assert!(r.next_begin_offset > offset, "cycle {cycle}: read stuck at {offset} ({:?})", r.status);
+                offset = r.next_begin_offset;
+            }
+            for (key, acked_at) in &acked {
+                let at = latest.get(key).copied().unwrap_or(-1);
+                assert!(at >= *acked_at, "cycle {cycle}: {key} acknowledged at {acked_at}, latest read at {at}");
+            }
+            store.shutdown().unwrap();
+        });
+    }
+}
+
+/// The Kafka door: CreateTopics with `cleanup.policy=compact` is accepted, kept as RocketMQ's
+/// COMPACTION, read back as `compact`; produced records are compacted like any others.
+#[tokio::test]
+async fn a_topic_created_compacted_through_kafka_is_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = super::kafka::kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    let config = |k: &str, v: &str| {
+        create_topics_request::CreatableTopicConfig::default()
+            .with_name(kafka_protocol::protocol::StrBytes::from_string(k.to_owned()))
+            .with_value(Some(kafka_protocol::protocol::StrBytes::from_string(v.to_owned())))
+    };
+    let req = CreateTopicsRequest::default().with_topics(vec![create_topics_request::CreatableTopic::default()
+        .with_name(name("kcompact"))
+        .with_num_partitions(1)
+        .with_replication_factor(1)
+        .with_configs(vec![config("cleanup.policy", "compact")])]);
+    let r: CreateTopicsResponse = c.call(ApiKey::CreateTopics, 7, &req).await;
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let attributes = b.inner.topics.get("kcompact").unwrap().attributes;
+    assert_eq!(attributes.get("cleanup.policy").map(String::as_str), Some("COMPACTION"));
+
+    let recs: Vec<Record> = ["a", "b", "a", "c", "a"]
+        .iter()
+        .enumerate()
+        .map(|(i, k)| Record {
+            timestamp: 1,
+            key: Some(Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(Bytes::from(format!("v{i}"))),
+            headers: vec![],
+        })
+        .collect();
+    let mut batch = bytes::BytesMut::new();
+    records::write_batch(&mut batch, 0, &recs);
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("kcompact", 1, batch.freeze())).await;
+    assert_eq!(first(&r), (0, 0));
+    b.inner.store.await_dispatched(Duration::from_secs(10)).await;
+    let stats = b.inner.store.compact_now("kcompact", 0, ferrocket::store::now_ms()).unwrap().expect("compacted");
+    assert_eq!((stats.end, stats.records_kept), (5, 3));
+    let r = b.inner.store.get_message("kcompact", 0, 0, 32, 1 << 20, &ferrocket::store::AcceptAll);
+    let got: Vec<(i64, String)> = r
+        .messages
+        .iter()
+        .map(|m| ferrocket::store::commit_log::record::decode(m, true).unwrap())
+        .map(|m| (m.queue_offset, String::from_utf8(m.body.to_vec()).unwrap()))
+        .collect();
+    assert_eq!(got, vec![(1, "v1".to_owned()), (3, "v3".to_owned()), (4, "v4".to_owned())]);
+    b.stop().await;
+}

@@ -2,9 +2,9 @@
 //! CommitLog held them, and a sparse index over it) and the state file that names it.
 //!
 //! ```text
-//! <root>/compaction/<topic>/<queueId>/state                 generation=N base=B end=E (text)
-//! <root>/compaction/<topic>/<queueId>/<N:020>.log           the kept records, unchanged
-//! <root>/compaction/<topic>/<queueId>/<N:020>.idx           36-byte entries, queue offset order:
+//! <root>/compacted/<topic>/<queueId>/state                 generation=N base=B end=E (text)
+//! <root>/compacted/<topic>/<queueId>/<N:020>.log           the kept records, unchanged
+//! <root>/compacted/<topic>/<queueId>/<N:020>.idx           36-byte entries, queue offset order:
 //!     queueOffset:i64 position:i64 size:i32 tagsCode:i64 deleteHorizonMs:i64 (0: not a tombstone)
 //! ```
 //! Queue offsets in `[base, end)` are served from the generation (an offset in a gap reads the

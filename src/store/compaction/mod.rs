@@ -7,7 +7,7 @@
 //! ```text
 //! queue offsets   [base ............ end)[end ............ max)
 //!                  compacted log (log.rs)  ConsumeQueue -> CommitLog, as for any topic
-//! <root>/compaction/<topic>/<queueId>/   state, <gen>.log, <gen>.idx   (log.rs)
+//! <root>/compacted/<topic>/<queueId>/   state, <gen>.log, <gen>.idx   (log.rs)
 //! ```
 //! Unlike Java's `CompactionStore`, which copies every record of a compacted topic into its own
 //! log as it is dispatched and compacts that copy, only the survivors of a pass are written here:
@@ -29,7 +29,7 @@ pub mod table;
 
 pub use pass::CompactionStats;
 pub use policy::CompactionPolicy;
-pub use table::{CompactionLookup, CompactionTable};
+pub use table::{CompactionLookup, CompactionTable, CompactionTxn};
 
 #[cfg(test)]
 mod tests;

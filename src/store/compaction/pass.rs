@@ -25,6 +25,7 @@ use super::super::consume_queue::{ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
 use super::super::StoreError;
 use super::log::{CompactedQueue, Entry};
 use super::policy::{is_tombstone, key_hash, key_of, CompactionPolicy};
+use super::table::CompactionTxn;
 
 /// What one map slot costs: a 16-byte digest, an 8-byte offset, the hash table's overhead
 /// (Kafka's SkimpyOffsetMap needs 24 bytes a slot at a 0.9 load factor; a Rust HashMap ~1.5x).
@@ -37,6 +38,8 @@ pub struct CompactionStats {
     pub records_read: u64,
     pub records_kept: u64,
     pub keyless: u64,
+    /// Records of aborted transactions and control records (dropped).
+    pub uncommitted: u64,
     pub bytes_written: u64,
     /// The compacted end afterwards.
     pub end: i64,
@@ -51,6 +54,8 @@ pub struct PassStats {
     pub records_kept: u64,
     /// Dirty records without a key (dropped).
     pub keyless: u64,
+    /// Dirty records of aborted transactions and control records (dropped).
+    pub uncommitted: u64,
     pub bytes_written: u64,
     /// The compacted end after the pass.
     pub end: i64,
@@ -65,23 +70,32 @@ pub struct PassLimits {
     pub crash_before_install: bool,
 }
 
+/// What a pass works on besides the queue.
+pub struct PassInput<'a> {
+    pub commit_log: &'a CommitLog,
+    /// Where the dirty range ends (the queue's end, or its last stable offset).
+    pub clean_point: i64,
+    pub policy: &'a CompactionPolicy,
+    pub limits: PassLimits,
+    pub now_ms: i64,
+    /// Kafka transactions: records a committed reader does not see are neither kept nor counted.
+    pub txn: Option<&'a dyn CompactionTxn>,
+}
+
 /// Runs one pass of `q` over `[compacted end, clean_point)` of `cq`.
-pub fn run(
-    q: &CompactedQueue,
-    cq: &ConsumeQueue,
-    commit_log: &CommitLog,
-    clean_point: i64,
-    policy: &CompactionPolicy,
-    limits: PassLimits,
-    now_ms: i64,
-) -> Result<PassStats, StoreError> {
+pub fn run(q: &CompactedQueue, cq: &ConsumeQueue, input: &PassInput<'_>) -> Result<PassStats, StoreError> {
+    let PassInput { commit_log, clean_point, policy, limits, now_ms, txn } = *input;
+    let committed =
+        |offset: i64, properties: &str| txn.is_none_or(|t| t.committed(cq.topic(), cq.queue_id(), offset, properties));
     let _one_at_a_time = q.pass.lock().unwrap_or_else(|e| e.into_inner());
     let old = q.current();
-    let base = if old.end == 0 && old.entries() == 0 { cq.min_offset_in_queue() } else { old.base };
+    // What DeleteRecords or topic retention moved the log start past goes too.
+    let log_start = cq.log_start();
+    let base = if old.end == 0 && old.entries() == 0 { cq.min_offset_in_queue() } else { old.base.max(log_start) };
     let from = old.end.max(base);
     let clean_point = clean_point.max(from);
     let mut stats = PassStats::default();
-    let (map, map_end) = offset_map(cq, commit_log, from, clean_point, limits.max_keys.max(1));
+    let (map, map_end) = offset_map(cq, commit_log, from, clean_point, limits.max_keys.max(1), &committed);
     std::fs::create_dir_all(q.dir()).map_err(StoreError::io(format!("create {}", q.dir().display())))?;
     let id = old.id + 1;
     let (log_path, idx_path) = q.paths(id);
@@ -92,6 +106,9 @@ pub fn run(
     let write_err = |e| StoreError::io(format!("write {}", log_path.display()))(e);
     for i in 0..old.entries() {
         let Some(e) = old.entry(i) else { break };
+        if e.queue_offset < log_start {
+            continue;
+        }
         let Some(rec) = old.record(&e) else { continue };
         stats.records_read += 1;
         let superseded = match record::check(&rec, false) {
@@ -107,6 +124,10 @@ pub fn run(
     each_record(cq, commit_log, from, map_end, |offset, unit, rec| {
         stats.records_read += 1;
         let RecordCheck::Record(d) = record::check(rec, false) else { return Ok(true) };
+        if !committed(offset, &d.properties) {
+            stats.uncommitted += 1;
+            return Ok(true);
+        }
         let Some(key) = key_of(&d.properties) else {
             stats.keyless += 1;
             return Ok(true);
@@ -145,11 +166,15 @@ fn offset_map(
     from: i64,
     to: i64,
     max_keys: usize,
+    committed: &dyn Fn(i64, &str) -> bool,
 ) -> (HashMap<u128, i64>, i64) {
     let mut map: HashMap<u128, i64> = HashMap::new();
     let mut end = to;
     let walked: Result<(), StoreError> = each_record(cq, commit_log, from, to, |offset, _, rec| {
         let RecordCheck::Record(d) = record::check(rec, false) else { return Ok(true) };
+        if !committed(offset, &d.properties) {
+            return Ok(true);
+        }
         let Some(key) = key_of(&d.properties) else { return Ok(true) };
         let h = key_hash(key);
         if map.len() >= max_keys && !map.contains_key(&h) {

@@ -57,7 +57,9 @@ pub fn compact_queue(
     force: bool,
 ) -> Result<Option<CompactionStats>, StoreError> {
     let q = inner.compaction.get_or_create(cq.topic(), cq.queue_id())?;
-    let clean_point = cq.max_offset_in_queue();
+    let txn = inner.compaction.txn();
+    let end = cq.max_offset_in_queue();
+    let clean_point = txn.as_ref().map_or(end, |t| t.clean_limit(cq.topic(), cq.queue_id(), end).min(end));
     let g = q.current();
     let dirty = clean_point - g.end.max(cq.min_offset_in_queue());
     let live = g.entries() as i64;
@@ -74,11 +76,14 @@ pub fn compact_queue(
     let mut stats = CompactionStats::default();
     loop {
         let limits = PassLimits { crash_before_install: inner.compaction.take_crash_fault(), ..limits };
-        let p = pass::run(&q, cq, &inner.commit_log, clean_point, policy, limits, now_ms)?;
+        let input =
+            pass::PassInput { commit_log: &inner.commit_log, clean_point, policy, limits, now_ms, txn: txn.as_deref() };
+        let p = pass::run(&q, cq, &input)?;
         stats.passes += 1;
         stats.records_read += p.records_read;
         stats.records_kept = p.records_kept;
         stats.keyless += p.keyless;
+        stats.uncommitted += p.uncommitted;
         stats.bytes_written += p.bytes_written;
         stats.end = p.end;
         if limits.crash_before_install {

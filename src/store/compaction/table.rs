@@ -1,5 +1,5 @@
 //! Every compacted queue of the store (`CompactionStore`'s table), loaded from
-//! `<root>/compaction/` at start, and the lookup that says which topics are compacted (set by
+//! `<root>/compacted/` at start, and the lookup that says which topics are compacted (set by
 //! whoever owns the topic configs: the broker, from `topics.json` attributes).
 //!
 //! May import: `model` and modules of `store/`; the area's rule is its line in
@@ -19,12 +19,24 @@ use crate::model::name::{is_path_component, shown};
 /// retention pass, never on a read.
 pub type CompactionLookup = Arc<dyn Fn(&str) -> Option<CompactionPolicy> + Send + Sync>;
 
+/// What compaction must know of Kafka transactions (the core's transaction state answers), as
+/// Kafka's cleaner: it never passes the last stable offset, and records of aborted transactions
+/// and control records are not kept (nor do they supersede a committed value).
+pub trait CompactionTxn: Send + Sync {
+    /// The first offset compaction must not reach: the first offset of the earliest open
+    /// transaction of the queue, else `end`.
+    fn clean_limit(&self, topic: &str, queue_id: i32, end: i64) -> i64;
+    /// Whether a committed reader sees the record at `offset` (not aborted, not a control record).
+    fn committed(&self, topic: &str, queue_id: i32, offset: i64, properties: &str) -> bool;
+}
+
 type Queues = HashMap<String, HashMap<i32, Arc<CompactedQueue>>>;
 
 pub struct CompactionTable {
     root: PathBuf,
     queues: RwLock<Queues>,
     lookup: RwLock<Option<CompactionLookup>>,
+    txn: RwLock<Option<Arc<dyn CompactionTxn>>>,
     /// Tests: the next pass stops where a crash before its commit would.
     pub(in crate::store) crash_next_pass: AtomicBool,
 }
@@ -49,12 +61,21 @@ impl CompactionTable {
             root: root.to_owned(),
             queues: RwLock::new(queues),
             lookup: RwLock::new(None),
+            txn: RwLock::new(None),
             crash_next_pass: AtomicBool::new(false),
         })
     }
 
     pub fn set_lookup(&self, lookup: CompactionLookup) {
         *self.lookup.write().unwrap_or_else(|e| e.into_inner()) = Some(lookup);
+    }
+
+    pub fn set_txn(&self, txn: Arc<dyn CompactionTxn>) {
+        *self.txn.write().unwrap_or_else(|e| e.into_inner()) = Some(txn);
+    }
+
+    pub fn txn(&self) -> Option<Arc<dyn CompactionTxn>> {
+        self.txn.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The policy of `topic`, if it is compacted.

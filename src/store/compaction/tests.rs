@@ -186,7 +186,7 @@ async fn a_crash_before_the_commit_leaves_the_previous_generation_in_force() {
     put(&store, &[(Some("a"), Some("3")), (Some("b"), Some("3"))]).await;
     store.inject_compaction_crash();
     assert!(store.compact_now(T, 0, crate::store::now_ms()).is_err());
-    let qdir = dir.path().join("compaction").join(T).join("0");
+    let qdir = dir.path().join("compacted").join(T).join("0");
     let files = |ext: &str| {
         std::fs::read_dir(&qdir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().ends_with(ext)).count()
     };
@@ -243,5 +243,53 @@ async fn the_background_round_compacts_a_queue_above_its_dirty_ratio() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(read_all(&store, 0), vec![row(1, "a", "2"), row(2, "b", "1")]);
+    store.shutdown().unwrap();
+}
+
+/// Kafka's cleaner: never past the last stable offset; an aborted record is not kept and does
+/// not supersede the committed value before it.
+#[tokio::test]
+async fn compaction_stops_at_the_last_stable_offset_and_drops_aborted_records() {
+    struct Txn;
+    impl super::CompactionTxn for Txn {
+        fn clean_limit(&self, _: &str, _: i32, end: i64) -> i64 {
+            end.min(3) // a transaction opened at offset 3
+        }
+        fn committed(&self, _: &str, _: i32, offset: i64, _: &str) -> bool {
+            offset != 1 // offset 1 belongs to an aborted transaction
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()), 60_000);
+    store.set_compaction_txn(Arc::new(Txn));
+    put(
+        &store,
+        &[(Some("a"), Some("1")), (Some("a"), Some("aborted")), (Some("b"), Some("1")), (Some("c"), Some("open"))],
+    )
+    .await;
+    let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!((stats.end, stats.uncommitted), (3, 1));
+    assert_eq!(read_all(&store, 0), vec![row(0, "a", "1"), row(2, "b", "1"), row(3, "c", "open")]);
+    store.shutdown().unwrap();
+}
+
+/// DeleteRecords (or topic retention) on a compacted queue: the log start raises its minimum,
+/// reads below it are OFFSET_TOO_SMALL, and the next pass drops what lies below it.
+#[tokio::test]
+async fn the_log_start_bounds_a_compacted_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(config(dir.path()), 60_000);
+    put(&store, &[(Some("a"), Some("1")), (Some("b"), Some("1")), (Some("c"), Some("1")), (Some("a"), Some("2"))])
+        .await;
+    store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!(store.min_offset_in_queue(T, 0), 0);
+    assert_eq!(store.advance_log_start(T, 0, 2).unwrap(), 2);
+    assert_eq!(store.min_offset_in_queue(T, 0), 2);
+    let r = store.get_message(T, 0, 1, 32, 1 << 20, &AcceptAll);
+    assert_eq!((r.status, r.next_begin_offset), (GetMessageStatus::OffsetTooSmall, 2));
+    assert_eq!(read_all(&store, 2), vec![row(2, "c", "1"), row(3, "a", "2")]);
+    let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!(stats.records_kept, 2, "b (offset 1) is below the log start: gone");
+    assert_eq!(read_all(&store, 2), vec![row(2, "c", "1"), row(3, "a", "2")]);
     store.shutdown().unwrap();
 }
