@@ -324,6 +324,8 @@ async fn a_topic_created_compacted_through_kafka_is_compacted_and_kept() {
     assert_eq!(first(&r), (0, 3));
     assert_eq!(wait_earliest(&mut c, "swept", |e| e == 6).await, 6, "another sweep ran");
     assert_eq!(earliest(&mut c, "app-store-changelog").await, start, "retention left the compacted topic alone");
+    b.stop().await;
+}
 
 /// Under aclEnable: DeleteRecords needs PUB and SUB on the topic (Kafka's DELETE), config changes
 /// need an admin; refusals are per topic, the connection stays open.
