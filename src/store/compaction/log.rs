@@ -34,9 +34,16 @@ pub struct Entry {
     pub position: i64,
     pub size: i32,
     pub tags_code: i64,
-    /// When a tombstone may go (ms since the epoch); 0 for a record with a value.
+    /// When a tombstone may go (ms since the epoch); 0 for a record with a value;
+    /// [`BOUNDARY`] for a record kept only because it was the last of its pass.
     pub delete_horizon_ms: i64,
 }
+
+/// The horizon of a record a pass would have dropped (keyless, a control record, aborted) but kept
+/// because it was the last record of its range: a Kafka reader moves on only past a record, so a
+/// gap up to the queue's end would leave it short of the high watermark for ever (Kafka's cleaner
+/// never cleans the active segment). The next pass that covers a later record drops it.
+pub const BOUNDARY: i64 = -1;
 
 impl Entry {
     pub fn encode(&self) -> [u8; ENTRY_SIZE] {

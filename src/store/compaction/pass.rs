@@ -23,7 +23,7 @@ use super::super::commit_log::record::{self, RecordCheck};
 use super::super::commit_log::CommitLog;
 use super::super::consume_queue::{ConsumeQueue, CqUnit, CQ_UNIT_SIZE};
 use super::super::StoreError;
-use super::log::{CompactedQueue, Entry};
+use super::log::{CompactedQueue, Entry, BOUNDARY};
 use super::policy::{is_tombstone, key_hash, key_of, CompactionPolicy};
 use super::table::CompactionTxn;
 
@@ -115,28 +115,44 @@ pub fn run(q: &CompactedQueue, cq: &ConsumeQueue, input: &PassInput<'_>) -> Resu
             RecordCheck::Record(d) => key_of(&d.properties).is_some_and(|k| map.contains_key(&key_hash(k))),
             _ => true,
         };
-        if superseded || (e.is_tombstone() && e.delete_horizon_ms <= now_ms) {
+        let expired = if e.delete_horizon_ms == BOUNDARY {
+            map_end > old.end
+        } else {
+            e.is_tombstone() && e.delete_horizon_ms <= now_ms
+        };
+        if superseded || expired {
             continue;
         }
         out.put(&rec, e).map_err(write_err)?;
         stats.records_kept += 1;
     }
+    let last = map_end - 1;
     each_record(cq, commit_log, from, map_end, |offset, unit, rec| {
         stats.records_read += 1;
         let RecordCheck::Record(d) = record::check(rec, false) else { return Ok(true) };
-        if !committed(offset, &d.properties) {
+        let dropped = if !committed(offset, &d.properties) {
             stats.uncommitted += 1;
-            return Ok(true);
-        }
-        let Some(key) = key_of(&d.properties) else {
+            true
+        } else if let Some(key) = key_of(&d.properties) {
+            // Not its key's latest: never the last of the range (nothing later supersedes it).
+            if map.get(&key_hash(key)) != Some(&offset) {
+                return Ok(true);
+            }
+            false
+        } else {
             stats.keyless += 1;
-            return Ok(true);
+            true
         };
-        if map.get(&key_hash(key)) != Some(&offset) {
+        if dropped && offset != last {
             return Ok(true);
         }
-        let horizon =
-            if is_tombstone(&d.properties) { now_ms.saturating_add(policy.delete_retention_ms).max(1) } else { 0 };
+        let horizon = if dropped {
+            BOUNDARY
+        } else if is_tombstone(&d.properties) {
+            now_ms.saturating_add(policy.delete_retention_ms).max(1)
+        } else {
+            0
+        };
         let e = Entry {
             queue_offset: offset,
             position: 0,

@@ -125,17 +125,25 @@ async fn the_latest_record_per_key_survives_at_its_offset_and_gaps_read_the_next
     put(&store, &[(Some("d"), Some("v2")), (None, Some("keyless"))]).await;
     let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
     assert_eq!((stats.end, stats.keyless), (10, 1));
-    let want = vec![row(4, "e", "v0"), row(5, "a", "v1"), row(6, "b", "v1"), row(7, "c", "v1"), row(8, "d", "v2")];
-    assert_eq!(read_all(&store, 0), want, "keyless records are dropped, as Kafka and Java do");
+    let mut want = vec![row(4, "e", "v0"), row(5, "a", "v1"), row(6, "b", "v1"), row(7, "c", "v1"), row(8, "d", "v2")];
+    // The keyless record is the queue's last: kept, so a reader can get past it to the end (a
+    // Kafka consumer moves on only past a record; Kafka never cleans its active segment).
+    want.push(row(9, "", "keyless"));
+    assert_eq!(read_all(&store, 0), want, "the last record stays, whatever it is");
     // Above the compacted end the ConsumeQueue serves as before.
     put(&store, &[(Some("e"), Some("v3"))]).await;
     assert_eq!(read_all(&store, 8).last(), Some(&row(10, "e", "v3")));
+    // Once a later record exists, a pass drops the keyless one, as Kafka and Java do.
+    let stats = store.compact_now(T, 0, crate::store::now_ms()).unwrap().unwrap();
+    assert_eq!(stats.end, 11);
+    let want = vec![row(5, "a", "v1"), row(6, "b", "v1"), row(7, "c", "v1"), row(8, "d", "v2"), row(10, "e", "v3")];
+    assert_eq!(read_all(&store, 0), want);
     store.shutdown().unwrap();
 
     // The compacted log survives a restart.
     let store = open(config(dir.path()), 60_000);
-    assert_eq!(store.compacted_end(T, 0), 10);
-    assert_eq!(read_all(&store, 0).len(), 6);
+    assert_eq!(store.compacted_end(T, 0), 11);
+    assert_eq!(read_all(&store, 0).len(), 5);
     store.shutdown().unwrap();
 }
 
