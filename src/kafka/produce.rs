@@ -166,8 +166,10 @@ async fn produce_partition(
                 let (pid, epoch) = (batch.producer_id.to_string(), batch.producer_epoch.to_string());
                 let props = properties_to_string([(KAFKA_PID, &*pid), (KAFKA_EPOCH, &*epoch), (KAFKA_TXN, "true")]);
                 msgs.iter_mut().for_each(|m| m.properties.push_str(&props));
-                // Open before the records are readable: a lower bound of their first offset.
-                s.txn.begin(topic, partition, batch.producer_id, s.store.max_offset_in_queue(topic, partition)).await;
+                // Open before the records are readable, from the next offset the CommitLog will
+                // assign (the ConsumeQueue max lags behind undispatched records, such as the
+                // previous transaction's marker): a lower bound of their first offset.
+                s.txn.begin(topic, partition, batch.producer_id, s.store.next_queue_offset(topic, partition)).await;
             }
             let _permit = s.admit(Protocol::Kafka).await.map_err(refused)?;
             let traffic = Traffic { protocol: Protocol::Kafka, topic, kind: MessageType::Normal };

@@ -118,7 +118,7 @@ pub async fn add_partitions(k: &Arc<Kafka>, req: &Request, r: AddPartitionsToTxn
         None
     } else {
         let parts: Vec<(String, i32, i64)> =
-            wanted.iter().map(|(t, p)| (t.0.to_string(), *p, s.store.max_offset_in_queue(&t.0, *p))).collect();
+            wanted.iter().map(|(t, p)| (t.0.to_string(), *p, s.store.next_queue_offset(&t.0, *p))).collect();
         let (pid, epoch) = (r.v3_and_below_producer_id.0, r.v3_and_below_producer_epoch);
         let added = k.txns.lock().add_partitions(&id, pid, epoch, &parts, now());
         Some(match added {

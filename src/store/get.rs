@@ -73,6 +73,13 @@ impl MessageStore {
         self.queue(topic, queue_id).map_or(0, |q| q.max_offset_in_queue())
     }
 
+    /// The queue offset the next append to the queue gets: at or above every offset assigned so
+    /// far, including records not yet dispatched to the ConsumeQueue (whose max lags behind).
+    /// What a Kafka transaction's first offset is bounded below by.
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.commit_log.next_queue_offset(topic, queue_id).max(self.max_offset_in_queue(topic, queue_id))
+    }
+
     /// The first offset still readable: a compacted queue's base (or its log start, if above)
     /// once it has a compacted log.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {

@@ -108,6 +108,12 @@ impl CommitLog {
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The queue offset the next append to a queue gets: at or above every offset already
+    /// assigned, written or not, dispatched or not (the ConsumeQueue's max lags behind it).
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.writer().queue_offsets.get(topic).and_then(|q| q.get(&queue_id)).copied().unwrap_or(0)
+    }
+
     /// Sets the next queue offset of a queue (recovery, topic deletion).
     pub fn set_queue_offset(&self, topic: &str, queue_id: i32, next: i64) {
         self.writer().queue_offsets.entry(topic.to_owned()).or_default().insert(queue_id, next);
