@@ -19,13 +19,14 @@
 //!
 //! May import: `persist`, `model`. Bounded: aborted ranges below a queue's log start are pruned.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::message::property_value;
+use crate::model::message::{property_value, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use crate::persist::ConfigFile;
 
 /// The file under the broker's config directory.
@@ -41,6 +42,27 @@ pub const KAFKA_TXN: &str = "KAFKA_TXN";
 pub const KAFKA_CONTROL: &str = "KAFKA_CONTROL";
 /// The coordinator epoch written into a control record's value.
 pub const KAFKA_COORD_EPOCH: &str = "KAFKA_COORD_EPOCH";
+
+/// The properties above: the Kafka door's alone. Any other door drops them from what a client
+/// sends ([`without_reserved`]).
+pub const RESERVED: [&str; 5] = [KAFKA_PID, KAFKA_EPOCH, KAFKA_TXN, KAFKA_CONTROL, KAFKA_COORD_EPOCH];
+
+/// `properties` (RocketMQ's property string) without the [`RESERVED`] names: a RocketMQ
+/// producer's message (or a copy of a Kafka record it re-sends) is no part of a Kafka
+/// transaction and no control record. Java keeps such names as user properties; here they would
+/// change what readers see, so they go. Borrows when there is nothing to drop (the usual case).
+pub fn without_reserved(properties: &str) -> Cow<'_, str> {
+    let reserved = |seg: &str| seg.split_once(NAME_VALUE_SEPARATOR).is_some_and(|(k, _)| RESERVED.contains(&k));
+    if !properties.contains("KAFKA_") || !properties.split(PROPERTY_SEPARATOR).any(reserved) {
+        return Cow::Borrowed(properties);
+    }
+    let mut out = String::with_capacity(properties.len());
+    for seg in properties.split(PROPERTY_SEPARATOR).filter(|s| !s.is_empty() && !reserved(s)) {
+        out.push_str(seg);
+        out.push(PROPERTY_SEPARATOR);
+    }
+    Cow::Owned(out)
+}
 
 /// One aborted transaction of one producer in one queue (Fetch's `AbortedTransaction`, plus the
 /// offset of its ABORT marker).
@@ -124,10 +146,10 @@ impl TxnMarkers {
 
     /// Whether (topic, queue) has ever held a transactional record: only such queues need
     /// [`Self::visible_committed`] and the LSO cap. Cheap (one map look-up).
+    /// ([`Self::begin`] enters the queue into the file table before any transaction is open
+    /// there, and only [`Self::forget_topics`] takes it out, from both tables.)
     pub fn has_transactions(&self, topic: &str, queue_id: i32) -> bool {
-        let t = self.lock();
-        t.file.get(topic).is_some_and(|q| q.contains_key(&queue_id))
-            || t.open.contains_key(&(topic.to_owned(), queue_id))
+        self.lock().file.get(topic).is_some_and(|q| q.contains_key(&queue_id))
     }
 
     /// A transactional append of `producer_id` landed at `first_offset` while its transaction is
@@ -261,6 +283,16 @@ impl TxnMarkers {
 mod tests {
     use super::*;
     use crate::model::message::properties_to_string;
+
+    #[test]
+    fn the_reserved_properties_go_and_the_rest_stays_in_order() {
+        let props =
+            properties_to_string([("a", "1"), (KAFKA_PID, "9"), ("KAFKA_KEY", "AAE="), (KAFKA_CONTROL, "ABORT")]);
+        assert_eq!(without_reserved(&props), properties_to_string([("a", "1"), ("KAFKA_KEY", "AAE=")]));
+        let plain = properties_to_string([("a", "1"), ("KAFKA_KEY", "AAE=")]);
+        assert!(matches!(without_reserved(&plain), Cow::Borrowed(_)));
+        assert_eq!(without_reserved(""), "");
+    }
 
     fn markers() -> (tempfile::TempDir, TxnMarkers) {
         let dir = tempfile::tempdir().unwrap();

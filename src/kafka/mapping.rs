@@ -93,12 +93,6 @@ const SYSTEM: &[&str] = &[
     "KAFKA_KEY",
     "KAFKA_HEADERS",
     "KAFKA_NULL_VALUE",
-    // Transactions (`core::txn`): never rebuilt as headers.
-    "KAFKA_PID",
-    "KAFKA_EPOCH",
-    "KAFKA_TXN",
-    "KAFKA_CONTROL",
-    "KAFKA_COORD_EPOCH",
     "PROPERTY_PUT_TIME",
     // Kafka transactions (`core::txn`): batch and marker fields, never headers.
     txn::KAFKA_PID,

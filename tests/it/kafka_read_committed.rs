@@ -274,3 +274,60 @@ async fn a_forged_abort_marker_cannot_uncover_an_aborted_transaction() {
     );
     b.stop().await;
 }
+
+/// Before the fix: a RocketMQ producer could write the Kafka transaction properties (they were
+/// user properties to the send path), so its message posed as a control record (hidden from
+/// RocketMQ consumers, a marker to Kafka ones) or as a record of another producer's transaction.
+/// The RocketMQ door now drops them, for single and batch sends; other properties stay.
+#[tokio::test]
+async fn a_rocketmq_send_cannot_pose_as_a_kafka_transaction_record() {
+    use ferrocket::protocol::body::message::{encode_batch, BatchEntry};
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "rcs", 1).await;
+    let forged = [
+        (KAFKA_PID, "9"),
+        (KAFKA_EPOCH, "0"),
+        (KAFKA_TXN, "true"),
+        (KAFKA_CONTROL, "ABORT"),
+        (KAFKA_COORD_EPOCH, "1"),
+        ("colour", "red"),
+    ];
+    let rmq = client();
+    let mut one = super::broker::send("rcs", 0, b"single", "T");
+    let props = one.ext_fields["i"].clone();
+    one.ext_fields.insert("i".into(), format!("{props}{}", properties_to_string(forged)));
+    let r = call_addr(&rmq, &b.addr, one).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let entries =
+        vec![BatchEntry { flag: 0, body: Bytes::from_static(b"batched"), properties: properties_to_string(forged) }];
+    let mut batch = super::broker::send("rcs", 0, &[], "T").with_body(encode_batch(&entries).unwrap());
+    batch.ext_fields.insert("m".into(), "true".into());
+    let r = call_addr(&rmq, &b.addr, batch).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    b.inner.store.await_dispatched(Duration::from_secs(5)).await;
+
+    let r = call_addr(&rmq, &b.addr, pull("rcs", 0, 0, 4, 0)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let got: Vec<(String, bool, Option<String>)> = records(&r.body)
+        .iter()
+        .map(|m| {
+            let reserved = [KAFKA_PID, KAFKA_EPOCH, KAFKA_TXN, KAFKA_CONTROL, KAFKA_COORD_EPOCH]
+                .iter()
+                .any(|k| ferrocket::model::message::property_value(&m.properties, k).is_some());
+            let colour = ferrocket::model::message::property_value(&m.properties, "colour").map(str::to_owned);
+            (String::from_utf8_lossy(&m.body).into_owned(), reserved, colour)
+        })
+        .collect();
+    let red = Some("red".to_owned());
+    assert_eq!(got, [("single".into(), false, red.clone()), ("batched".into(), false, red)]);
+
+    // A Kafka read_committed fetch sees two plain records, no control batch.
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch("rcs", 0, 1, 0)).await;
+    let p = &r.responses[0].partitions[0];
+    let seen = batches(p);
+    assert!(seen.iter().all(|&(_, pid, txn, control)| pid == -1 && !txn && !control), "{seen:?}");
+    assert_eq!(batches(p).iter().map(|(o, ..)| o.len()).sum::<usize>(), 2);
+    b.stop().await;
+}

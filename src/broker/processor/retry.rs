@@ -54,6 +54,10 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         return fail(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
     };
     let mut props = message::parse_properties(&original.properties);
+    // A retry of a Kafka record is no part of its transaction (`core::txn::without_reserved`).
+    for name in crate::core::txn::RESERVED {
+        props.remove(name);
+    }
     props.entry(property::RETRY_TOPIC.to_owned()).or_insert_with(|| original.topic.clone());
     // Java: the first message's offset id (`msgExt.getMsgId()` of the looked-up record), kept
     // across retries; the header's originMsgId (the client's UNIQ_KEY) is not used.

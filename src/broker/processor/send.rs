@@ -1,6 +1,7 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)
 //! (`SendMessageProcessor`, `AbstractSendMessageProcessor.msgCheck`).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use super::{fail, BrokerError, Handled};
 use crate::broker::topic::TopicView;
 use crate::broker::BrokerInner;
 use crate::broker::{convert, timer};
+use crate::core::txn::without_reserved;
 use crate::core::{AutoCreate, Durability, Outcome, Protocol, Refusal, Replicas, TopicWrite, Traffic};
 use crate::model::group::{dlq_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::model::message::{self, offset_msg_id, property, sys_flag, MessageToStore};
@@ -53,6 +55,9 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     }
     let mut topic = h.topic.clone();
     let mut properties = h.properties.take().unwrap_or_default();
+    if let Cow::Owned(p) = without_reserved(&properties) {
+        properties = p;
+    }
     let reconsume_times = h.reconsume_times.unwrap_or(0);
     if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
         if batch {
@@ -246,7 +251,9 @@ fn build_messages(
     Ok(entries
         .into_iter()
         .map(|e| {
-            let props = convert::stored_properties(&e.properties, extra, || convert::new_uniq_id(b.store_host));
+            let props = convert::stored_properties(&without_reserved(&e.properties), extra, || {
+                convert::new_uniq_id(b.store_host)
+            });
             convert::message_to_store(h, topic, queue_id, e.body, props, e.flag, sys, conn.peer(), b.store_host)
         })
         .collect())
