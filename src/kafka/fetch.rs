@@ -25,6 +25,7 @@ use crate::store::READ_AFTER_SEND_WAIT;
 
 mod batches;
 mod list_offsets;
+pub mod max_timestamp;
 mod partition;
 
 pub use list_offsets::list_offsets;

@@ -104,6 +104,8 @@ pub struct Kafka {
     log_retention: log_retention::LogRetention,
     /// The transaction coordinator's table and its log (`config/kafkaTransactions.json`).
     txns: txn_log::TxnLog,
+    /// ListOffsets -3: the running maximum of record timestamps per queue.
+    max_timestamps: Arc<fetch::max_timestamp::MaxTimestamps>,
 }
 
 impl Kafka {
@@ -155,6 +157,7 @@ impl Kafka {
             refusals: refusals::Refusals::default(),
             log_retention: log_retention::LogRetention::default(),
             txns,
+            max_timestamps: Arc::default(),
         }))
     }
 

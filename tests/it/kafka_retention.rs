@@ -375,3 +375,58 @@ async fn a_refusal_is_one_rate_limited_warn_line_naming_client_api_and_reason() 
     assert!(line.contains("min.insync.replicas=2 is not supported"), "{line}");
     b.stop().await;
 }
+
+/// Records with these timestamps, in one batch.
+fn timed(timestamps: &[i64]) -> bytes::Bytes {
+    use ferrocket::kafka::records::{self, Record};
+    let recs: Vec<Record> = timestamps
+        .iter()
+        .map(|&ts| Record {
+            timestamp: ts,
+            key: None,
+            value: Some(bytes::Bytes::from(format!("at{ts}"))),
+            headers: vec![],
+        })
+        .collect();
+    let mut b = bytes::BytesMut::new();
+    records::write_batch(&mut b, 0, &recs);
+    b.freeze()
+}
+
+async fn max_timestamp(c: &mut Conn, topic: &str) -> (i64, i64) {
+    let lo = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        list_offsets_request::ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![list_offsets_request::ListOffsetsPartition::default().with_timestamp(-3)]),
+    ]);
+    let r: ListOffsetsResponse = c.call(ApiKey::ListOffsets, 7, &lo).await;
+    (r.topics[0].partitions[0].offset, r.topics[0].partitions[0].timestamp)
+}
+
+/// ListOffsets -3 from the queue's running maximum (#27.6): later records are folded in, and a
+/// maximum DeleteRecords took away is found again among the records left.
+#[tokio::test]
+async fn max_timestamp_is_a_running_maximum_that_forgets_deleted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    super::kafka::create(&mut c, "maxts", 1).await;
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (-1, -1), "an empty partition has none");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("maxts", 1, timed(&[100, 300, 200]))).await;
+    assert_eq!(first(&r), (0, 0));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (1, 300));
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("maxts", 1, timed(&[250, 300]))).await;
+    assert_eq!(first(&r), (0, 3));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (1, 300), "the first of equal timestamps");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("maxts", 1, timed(&[400]))).await;
+    assert_eq!(first(&r), (0, 5));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (5, 400), "a later, larger one");
+    assert_eq!(delete_records(&mut c, "maxts", 6).await, (0, 6));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (-1, -1), "every record deleted");
+    let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("maxts", 1, timed(&[50, 70, 60]))).await;
+    assert_eq!(first(&r), (0, 6));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (7, 70));
+    assert_eq!(delete_records(&mut c, "maxts", 8).await, (0, 8));
+    assert_eq!(max_timestamp(&mut c, "maxts").await, (8, 60), "the maximum was deleted: found again");
+    b.stop().await;
+}
