@@ -177,5 +177,96 @@ test('a transactional producer commits and aborts', async () => {
     await producer.disconnect();
     await admin.disconnect();
   }
+});
+
+test('a read_committed consumer gets committed transactions only, an open one once it commits', async () => {
+  const topic = `kjs-rc-${run}`;
+  await createTopic(topic, 1);
+  const admin = kafka.admin();
+  const a = kafka.producer({ transactionalId: `rc-a-${run}`, idempotent: true, maxInFlightRequests: 1 });
+  const b = kafka.producer({ transactionalId: `rc-b-${run}`, idempotent: true, maxInFlightRequests: 1 });
+  // readUncommitted: false is kafkajs's default as well (Kafka#consumer): Fetch with
+  // isolation_level=1. maxWaitTimeInMs: a fetch at the last stable offset comes back quickly.
+  const consumer = kafka.consumer({
+    groupId: `g-${topic}`, readUncommitted: false, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 100,
+  });
+  await Promise.all([admin.connect(), a.connect(), b.connect()]);
+  try {
+    const send = async (tx, values) =>
+      (await tx.send({ topic, messages: values.map((value) => ({ value, partition: 0 })) }))[0].baseOffset;
+    // The log: c1 c2 COMMIT | a1 a2 ABORT | o1 (b, open) | c3 COMMIT (a) | o2 (b, still open).
+    let tx = await a.transaction();
+    assert.equal(await send(tx, ['c1', 'c2']), '0');
+    await tx.commit();
+    tx = await a.transaction();
+    assert.equal(await send(tx, ['a1', 'a2']), '3');
+    await tx.abort();
+    const open = await b.transaction();
+    assert.equal(await send(open, ['o1']), '6');
+    tx = await a.transaction();
+    assert.equal(await send(tx, ['c3']), '7');
+    await tx.commit();
+    assert.equal(await send(open, ['o2']), '9');
+    // ListOffsets latest under read_committed (kafkajs's admin default) is the last stable offset:
+    // the open transaction's first offset, which holds back c3, committed after it, as well.
+    const high = async () => (await admin.fetchTopicOffsets(topic))[0].high;
+    assert.equal(await high(), '6');
+
+    // The consumer's state, moved by its own events only: `position` is the offset it fetches
+    // next (past each delivered record, and past a batch filtered away whole: aborted records and
+    // markers); `fetchesAtLso` counts fetches begun once it stood at the last stable offset.
+    const got = [];
+    let position = 0, fetchesAtLso = -1;
+    const waiters = new Set();
+    const moved = () => {
+      if (position >= 6 && fetchesAtLso < 0) fetchesAtLso = 0;
+      for (const w of waiters) if (w.cond()) w.done();
+    };
+    const until = (what, cond, ms = 30000) => new Promise((resolve, reject) => {
+      const w = { cond };
+      const timer = setTimeout(() => {
+        waiters.delete(w);
+        reject(new Error(`${what}: not within ${ms} ms (at offset ${position}, got ${JSON.stringify(got)})`));
+      }, ms);
+      w.done = () => { waiters.delete(w); clearTimeout(timer); resolve(); };
+      waiters.add(w);
+      moved();
+    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.topic === topic && payload.batchSize === 0) position = Math.max(position, Number(payload.lastOffset) + 1);
+      moved();
+    });
+    consumer.on(consumer.events.FETCH_START, () => {
+      if (fetchesAtLso >= 0) fetchesAtLso++;
+      moved();
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        got.push({ partition, offset: message.offset, value: message.value.toString() });
+        position = Math.max(position, Number(message.offset) + 1);
+        moved();
+      },
+    });
+    // Two fetches begun at the last stable offset: the first one's answer has been handled (a
+    // fetcher handles its batches before it fetches again), so anything readable up to and past
+    // the open transaction would have reached eachMessage by now.
+    await until('the consumer past the aborted transaction, one fetch at offset 6', () => fetchesAtLso >= 2);
+    assert.deepEqual(got, [{ partition: 0, offset: '0', value: 'c1' }, { partition: 0, offset: '1', value: 'c2' }]);
+
+    await open.commit();
+    await until('the open transaction\'s records once it committed', () => got.length >= 5);
+    assert.deepEqual(got, [
+      { partition: 0, offset: '0', value: 'c1' }, { partition: 0, offset: '1', value: 'c2' },
+      { partition: 0, offset: '6', value: 'o1' }, { partition: 0, offset: '7', value: 'c3' },
+      { partition: 0, offset: '9', value: 'o2' },
+    ]);
+    assert.equal(await high(), '11');
+  } finally {
+    await consumer.disconnect();
+    await Promise.all([a.disconnect(), b.disconnect()]);
+    await admin.disconnect();
+  }
   passed = true;
 });
