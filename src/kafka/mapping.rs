@@ -13,6 +13,8 @@
 //!                                      KEYS = text key + text KEYS headers, space-separated
 //!                                      (the key itself then also as KAFKA_KEY)
 //! timestamp                      <->   born timestamp (CreateTime)
+//! the batch's compression codec   ->   KAFKA_CODEC = 1-4 (absent: none); a fetch compresses
+//!                                      with it again
 //! ```
 //! On the way out, RocketMQ tags and user properties (not the system ones) become headers; the
 //! Kafka transaction properties (`core::txn`) are batch fields, never headers, and a header of
@@ -31,6 +33,9 @@ use crate::model::message::{self, property, sys_flag, MessageToStore, StoredMess
 pub const KAFKA_KEY: &str = "KAFKA_KEY";
 pub const KAFKA_HEADERS: &str = "KAFKA_HEADERS";
 pub const KAFKA_NULL_VALUE: &str = "KAFKA_NULL_VALUE";
+/// The compression codec (1-4) of the batch a record came in; absent: uncompressed. A fetch
+/// compresses the record's batch with it again (`fetch/batches.rs`).
+pub const KAFKA_CODEC: &str = "KAFKA_CODEC";
 
 /// RocketMQ's system property names (`MessageConst.STRING_HASH_SET`, plus the 5.x timer and
 /// transaction ones): not user properties, so never headers, and a header with one of these
@@ -93,6 +98,7 @@ const SYSTEM: &[&str] = &[
     "KAFKA_KEY",
     "KAFKA_HEADERS",
     "KAFKA_NULL_VALUE",
+    KAFKA_CODEC,
     "PROPERTY_PUT_TIME",
     // Kafka transactions (`core::txn`): batch and marker fields, never headers.
     txn::KAFKA_PID,

@@ -46,6 +46,7 @@ mod authz_txn;
 mod commit_metadata;
 mod configs;
 pub mod conn;
+mod deflate;
 mod delete_records;
 mod fetch;
 pub mod group;

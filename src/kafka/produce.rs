@@ -162,6 +162,11 @@ async fn produce_partition(
                 .iter()
                 .map(|r| mapping::to_store(r, topic, partition, req.peer, s.store_host, s.broker_properties()))
                 .collect();
+            let codec = records::codec(batch.attributes);
+            if codec != 0 {
+                let props = properties_to_string([(mapping::KAFKA_CODEC, &*codec.to_string())]);
+                msgs.iter_mut().for_each(|m| m.properties.push_str(&props));
+            }
             if transactional {
                 let (pid, epoch) = (batch.producer_id.to_string(), batch.producer_epoch.to_string());
                 let props = properties_to_string([(KAFKA_PID, &*pid), (KAFKA_EPOCH, &*epoch), (KAFKA_TXN, "true")]);

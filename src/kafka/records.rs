@@ -1,6 +1,6 @@
 //! Record batches v2 (magic 2), read and written here rather than with the codec's record
 //! types: those keep headers in a map, which drops repeated header keys Kafka allows.
-//! Decompression is `inflate.rs`'s (capped); CRC-32C the `crc32c` crate.
+//! Decompression is `inflate.rs`'s (capped), compression `deflate.rs`'s; CRC-32C the `crc32c` crate.
 //!
 //! ```text
 //! baseOffset:i64 batchLength:i32 leaderEpoch:i32 magic:i8 crc:u32 | attributes:i16
@@ -293,6 +293,40 @@ pub fn write_batch_as(out: &mut BytesMut, base_offset: i64, records: &[Record], 
     out[start + 8..start + 12].copy_from_slice(&len.to_be_bytes());
     let crc = crc32c::crc32c(&out[start + 21..]);
     out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// [`write_batch_as`] with the records compressed by Kafka codec `codec` (1-4, the attributes
+/// say which); uncompressed when `codec` is 0 or compressing fails.
+pub fn write_batch_compressed(
+    out: &mut BytesMut,
+    base_offset: i64,
+    records: &[Record],
+    header: BatchHeader,
+    codec: i16,
+) {
+    if codec == 0 {
+        return write_batch_as(out, base_offset, records, header);
+    }
+    let mut plain = BytesMut::new();
+    write_batch_as(&mut plain, base_offset, records, header);
+    let Some(packed) = super::deflate::deflate(codec, &plain[HEADER_LEN..]) else {
+        out.extend_from_slice(&plain);
+        return;
+    };
+    let start = out.len();
+    out.extend_from_slice(&plain[..HEADER_LEN]);
+    out.extend_from_slice(&packed);
+    let len = (out.len() - start - 12) as i32;
+    out[start + 8..start + 12].copy_from_slice(&len.to_be_bytes());
+    let attributes = (header.attributes & !ATTR_COMPRESSION) | (codec & ATTR_COMPRESSION);
+    out[start + 21..start + 23].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&out[start + 21..]);
+    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// The compression codec of a batch's attributes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
+pub fn codec(attributes: i16) -> i16 {
+    attributes & ATTR_COMPRESSION
 }
 
 /// Headers in Kafka's record encoding (count, then key/value pairs), for keeping a list that

@@ -353,3 +353,41 @@ async fn an_idle_connection_is_closed_after_kafka_connections_max_idle_ms() {
     assert!(start.elapsed() >= Duration::from_millis(250), "not before the idle time: {:?}", start.elapsed());
     b.stop().await;
 }
+
+/// A fetch hands records out compressed with the codec they were produced with (#27.6; before:
+/// always uncompressed, more bytes on the wire than the producer sent).
+#[tokio::test]
+async fn a_fetch_returns_batches_compressed_as_they_were_produced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut c = Conn::open(port).await;
+    create(&mut c, "packed", 1).await;
+    let value = Bytes::from("compressible ".repeat(80));
+    let recs: Vec<Record> = (0..50)
+        .map(|i| Record { timestamp: 1000 + i, key: None, value: Some(value.clone()), headers: vec![] })
+        .collect();
+    for codec in [3i16, 0, 4] {
+        let mut batch = BytesMut::new();
+        records::write_batch_compressed(&mut batch, 0, &recs, records::BatchHeader::PLAIN, codec);
+        let r: ProduceResponse = c.call(ApiKey::Produce, 9, &produce("packed", -1, batch.freeze())).await;
+        assert_eq!(first(&r).0, 0);
+    }
+    let fetch =
+        FetchRequest::default().with_replica_id(BrokerId(-1)).with_max_wait_ms(0).with_max_bytes(1 << 20).with_topics(
+            vec![fetch_request::FetchTopic::default().with_topic(name("packed")).with_partitions(vec![
+                fetch_request::FetchPartition::default().with_fetch_offset(0).with_partition_max_bytes(1 << 20),
+            ])],
+        );
+    let r: FetchResponse = c.call(ApiKey::Fetch, 12, &fetch).await;
+    let mut data = r.responses[0].partitions[0].records.clone().unwrap();
+    let mut seen = Vec::new();
+    while data.len() >= records::HEADER_LEN {
+        let len = i32::from_be_bytes(data[8..12].try_into().unwrap()) as usize + 12;
+        let one = data.split_to(len);
+        let base = i64::from_be_bytes(one[0..8].try_into().unwrap());
+        let codec = records::codec(i16::from_be_bytes(one[21..23].try_into().unwrap()));
+        seen.push((base, codec, one.len() < 50 * value.len() / 4));
+    }
+    assert_eq!(seen, [(0, 3, true), (50, 0, false), (100, 4, true)], "(base offset, codec, small)");
+    b.stop().await;
+}

@@ -1,6 +1,7 @@
 //! The v2 batches a fetch hands out, rebuilt from stored messages (one stored message per
 //! record): one batch per run of consecutive offsets of the same kind, so that a consumer can
-//! judge each batch by its header alone, as Kafka's own batches allow.
+//! judge each batch by its header alone, as Kafka's own batches allow; and of the same
+//! compression codec (`KAFKA_CODEC`), compressed with it again (`kafka/deflate.rs`).
 //!
 //! ```text
 //! stored message                              goes out as
@@ -16,10 +17,12 @@
 //! run must therefore never mix producers, transactional and plain records, or data and markers.
 //! The properties are only read on queues that have held transactions ([`Kind::of`]).
 //!
-//! May import: `kafka::records` (the writer), `core::txn` (the property names), `model`.
+//! May import: `kafka::records` (the writer), `kafka::mapping` (the codec's property name),
+//! `core::txn` (the property names), `model`.
 
 use bytes::{Bytes, BytesMut};
 
+use super::super::mapping::KAFKA_CODEC;
 use super::super::records::{self, BatchHeader, Record};
 use crate::core::txn::{KAFKA_CONTROL, KAFKA_COORD_EPOCH, KAFKA_EPOCH, KAFKA_PID, KAFKA_TXN};
 use crate::model::message::property_value;
@@ -80,33 +83,51 @@ pub struct Batches {
     run: Vec<Record>,
     base: i64,
     kind: Kind,
+    codec: i16,
     records: u64,
 }
 
 impl Default for Batches {
     fn default() -> Self {
-        Self { out: BytesMut::new(), run: Vec::new(), base: 0, kind: Kind::Plain, records: 0 }
+        Self { out: BytesMut::new(), run: Vec::new(), base: 0, kind: Kind::Plain, codec: 0, records: 0 }
     }
 }
 
+/// The compression codec a stored record came with (`KAFKA_CODEC`, 1-4), else 0.
+pub fn codec_of(properties: &str) -> i16 {
+    property_value(properties, KAFKA_CODEC)
+        .and_then(|c| c.parse::<i16>().ok())
+        .filter(|c| (1..=4).contains(c))
+        .unwrap_or(0)
+}
+
 impl Batches {
-    /// Adds the record at `offset`: it joins the current run if it follows it and is of the
-    /// same kind (a control record always stands alone).
-    pub fn push(&mut self, offset: i64, kind: Kind, record: Record) {
+    /// Adds the record at `offset`, produced with compression `codec` (0 none): it joins the
+    /// current run if it follows it and is of the same kind and codec (a control record always
+    /// stands alone, uncompressed, as Kafka writes markers).
+    pub fn push(&mut self, offset: i64, kind: Kind, codec: i16, record: Record) {
+        let control = matches!(kind, Kind::Control { .. });
+        let codec = if control { 0 } else { codec };
         let follows = offset == self.base + self.run.len() as i64;
-        let joins = follows && kind == self.kind && !matches!(kind, Kind::Control { .. });
+        let joins = follows && kind == self.kind && codec == self.codec && !control;
         if !self.run.is_empty() && !joins {
             self.flush();
         }
         if self.run.is_empty() {
             self.base = offset;
             self.kind = kind;
+            self.codec = codec;
         }
         self.run.push(record);
     }
 
     fn flush(&mut self) {
-        records::write_batch_as(&mut self.out, self.base, &self.run, self.kind.header());
+        let (out, base, run, header, codec) = (&mut self.out, self.base, &self.run, self.kind.header(), self.codec);
+        if codec == 0 {
+            records::write_batch_as(out, base, run, header);
+        } else {
+            cpu_work(|| records::write_batch_compressed(out, base, run, header, codec));
+        }
         self.records += self.run.len() as u64;
         self.run.clear();
     }
@@ -117,6 +138,19 @@ impl Batches {
             self.flush();
         }
         (self.out.freeze(), self.records)
+    }
+}
+
+/// Runs `f`, CPU work (compressing, inflating), so that on a multi-thread runtime the worker
+/// first hands its other tasks to another thread (`block_in_place`); a current-thread runtime
+/// (tests) runs it inline.
+pub fn cpu_work<T>(f: impl FnOnce() -> T) -> T {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
     }
 }
 

@@ -24,7 +24,7 @@ fn decode(b: Bytes) -> Vec<RecordSet> {
 
 fn push(b: &mut Batches, offset: i64, kind: Kind) {
     let rec = kind.control_record(500 + offset).unwrap_or_else(|| data(500 + offset, &format!("v{offset}")));
-    b.push(offset, kind, rec);
+    b.push(offset, kind, 0, rec);
 }
 
 #[test]
@@ -111,4 +111,56 @@ fn kinds_are_read_from_the_stored_properties() {
     );
     let odd = Kind::of(&props(&[("KAFKA_CONTROL", "COMMIT"), ("KAFKA_PID", "x"), ("KAFKA_EPOCH", "99999")]));
     assert_eq!(odd, Kind::Control { producer_id: -1, epoch: -1, commit: true, coordinator_epoch: -1 });
+}
+
+/// Each batch of `out`: (base offset, codec, values), inflated through the produce path's reader.
+fn inflated(out: &Bytes) -> Vec<(i64, i16, Vec<String>)> {
+    let mut rest = out.clone();
+    let mut got = Vec::new();
+    while rest.len() >= records::HEADER_LEN {
+        let len = i32::from_be_bytes(rest[8..12].try_into().unwrap()) as usize + 12;
+        let mut one = bytes::BytesMut::from(&rest.split_to(len)[..]);
+        let base = i64::from_be_bytes(one[0..8].try_into().unwrap());
+        one[0..8].fill(0); // the produce path's reader wants base offset 0, as a producer sends
+        let attributes = i16::from_be_bytes(one[21..23].try_into().unwrap());
+        if attributes & records::ATTR_CONTROL != 0 {
+            got.push((base, records::codec(attributes), Vec::new())); // a reader of clients' batches refuses these
+            continue;
+        }
+        let batch = records::parse_one_batch(one.freeze(), 1 << 20).expect("a valid batch");
+        let values = records::records(&batch)
+            .unwrap()
+            .iter()
+            .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+            .collect();
+        got.push((base, records::codec(batch.attributes), values));
+    }
+    assert!(rest.is_empty());
+    got
+}
+
+#[test]
+fn runs_break_where_the_codec_changes_and_go_out_compressed_with_it() {
+    let mut b = Batches::default();
+    for (offset, codec) in [(0, 3), (1, 3), (2, 0), (3, 4), (4, 4), (5, 1), (6, 2)] {
+        b.push(offset, Kind::Plain, codec, data(500 + offset, &format!("v{offset}")));
+    }
+    b.push(7, marker(7, true), 3, marker(7, true).control_record(507).unwrap());
+    let (out, n) = b.finish();
+    assert_eq!(n, 8);
+    let got = inflated(&out);
+    let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        got[..5],
+        [
+            (0, 3, strs(&["v0", "v1"])),
+            (2, 0, strs(&["v2"])),
+            (3, 4, strs(&["v3", "v4"])),
+            (5, 1, strs(&["v5"])),
+            (6, 2, strs(&["v6"])),
+        ]
+    );
+    assert_eq!((got[5].0, got[5].1), (7, 0), "a marker goes out uncompressed whatever its property says");
+    assert_eq!(codec_of(&crate::model::message::properties_to_string([("KAFKA_CODEC", "4")])), 4);
+    assert_eq!(codec_of(&crate::model::message::properties_to_string([("KAFKA_CODEC", "9")])), 0, "unknown: none");
 }

@@ -19,7 +19,7 @@ use kafka_protocol::messages::ProducerId;
 
 use super::super::api::error;
 use super::super::{mapping, names, records, Kafka};
-use super::batches::{Batches, Kind};
+use super::batches::{codec_of, cpu_work, Batches, Kind};
 use crate::model::message::{sys_flag, StoredMessage};
 use crate::model::perm;
 use crate::store::commit_log::record;
@@ -94,7 +94,7 @@ pub fn read_partition(
             let rec =
                 kind.control_record(m.born_timestamp).unwrap_or_else(|| out_record(&m, s.config.max_message_size));
             taken += slice.len().max(rec.value.as_ref().map_or(0, Bytes::len));
-            batches.push(m.queue_offset, kind, rec);
+            batches.push(m.queue_offset, kind, codec_of(&m.properties), rec);
             last = Some(m.queue_offset);
             next = m.queue_offset + 1;
         }
@@ -135,13 +135,10 @@ fn genuine(k: &Kafka, topic: &str, partition: i32, offset: i64, kind: Kind) -> K
 }
 
 /// The record a stored message goes out as. A body RocketMQ producers compressed is inflated
-/// (up to `max`): CPU work, so on a multi-thread runtime the worker first hands its other tasks
-/// to another thread (`block_in_place`); a current-thread runtime (tests) inflates inline.
+/// (up to `max`): CPU work ([`cpu_work`]).
 fn out_record(m: &StoredMessage, max: usize) -> records::Record {
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if m.sys_flag & sys_flag::COMPRESSED != 0 && multi_thread {
-        tokio::task::block_in_place(|| mapping::to_record(m, max))
+    if m.sys_flag & sys_flag::COMPRESSED != 0 {
+        cpu_work(|| mapping::to_record(m, max))
     } else {
         mapping::to_record(m, max)
     }

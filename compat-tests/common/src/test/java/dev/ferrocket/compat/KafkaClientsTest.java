@@ -180,6 +180,44 @@ class KafkaClientsTest {
         }
     }
 
+    /**
+     * Fetches hand records out compressed the way they were produced: every byte the consumer
+     * received from the broker (its incoming-byte-total, metadata and offsets included) stays far
+     * below the values' size for compressible records (before: every fetch re-encoded them
+     * uncompressed). Its bytes-consumed-total counts records inflated, so it cannot tell.
+     */
+    @Test
+    void fetched_batches_come_compressed_as_they_were_produced() throws Exception {
+        for (String codec : List.of("lz4", "zstd", "gzip", "snappy")) {
+            String topic = Compat.unique("k-packed-" + codec).replace('%', '-');
+            createTopic(topic, 1);
+            int n = 200;
+            byte[] value = utf8("compressible ".repeat(80));
+            try (KafkaProducer<byte[], byte[]> p = producer(codec)) {
+                List<java.util.concurrent.Future<RecordMetadata>> acks = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    acks.add(p.send(new ProducerRecord<>(topic, 0, null, value)));
+                }
+                for (java.util.concurrent.Future<RecordMetadata> a : acks) {
+                    a.get();
+                }
+            }
+            try (KafkaConsumer<byte[], byte[]> c = consumer(Compat.unique("k-packed-g"))) {
+                c.assign(List.of(new TopicPartition(topic, 0)));
+                c.seekToBeginning(List.of(new TopicPartition(topic, 0)));
+                List<ConsumerRecord<byte[], byte[]>> got = pollUntil(c, n, Duration.ofSeconds(30));
+                got.forEach(r -> assertArrayEquals(value, r.value()));
+                double fetched = c.metrics().entrySet().stream()
+                    .filter(e -> e.getKey().name().equals("incoming-byte-total") && e.getKey().group().equals("consumer-metrics"))
+                    .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum();
+                long values = (long) n * value.length;
+                assertTrue(fetched > 0 && fetched < values / 4.0,
+                    codec + ": fetched " + fetched + " bytes for " + values + " bytes of values");
+                report("%s: %d records of %d value bytes fetched as %.0f bytes", codec, n, values, fetched);
+            }
+        }
+    }
+
     @Test
     void kafka_records_reach_rocketmq_consumers_and_rocketmq_messages_reach_kafka() throws Exception {
         String topic = Compat.unique("k-cross").replace('%', '-');
