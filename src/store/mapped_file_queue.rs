@@ -214,9 +214,15 @@ impl MappedFileQueue {
     /// `least_pages` pages are dirty (0 = anything). Returns the new flushed offset. Blocking.
     pub fn flush(&self, least_pages: usize) -> std::io::Result<u64> {
         if self.dir_unsynced.swap(false, Ordering::AcqRel) {
-            if let Err(e) = super::mapped_file::sync_dir(&self.dir) {
-                self.dir_unsynced.store(true, Ordering::Release);
-                return Err(e);
+            match super::mapped_file::sync_dir(&self.dir) {
+                Ok(()) => {}
+                // Destroyed (a deleted topic's queue: its segments go first, then its directory)
+                // while this flush ran: nothing is left to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.read().is_empty() => {}
+                Err(e) => {
+                    self.dir_unsynced.store(true, Ordering::Release);
+                    return Err(e);
+                }
             }
         }
         let mut where_ = self.flushed_where();
@@ -277,6 +283,7 @@ impl MappedFileQueue {
         let n = self.read().len();
         self.delete_first(n)?;
         self.flushed_where.store(0, Ordering::Release);
+        self.dir_unsynced.store(false, Ordering::Release);
         Ok(())
     }
 }
@@ -284,6 +291,26 @@ impl MappedFileQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Before: a deleted topic's new queue (its directory not yet synced) flushed by the
+    /// housekeeping thread after its directory was removed logged "consume queue flush failed"
+    /// (ENOENT) at ERROR (seen under franz-go's tests, which delete their topics).
+    #[test]
+    fn a_destroyed_queue_flushes_without_an_error_once_its_directory_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let qdir = dir.path().join("topic").join("0");
+        let q = MappedFileQueue::load(&qdir, 4096, false).unwrap();
+        q.last_for_write(0).unwrap().append(b"x", 1).unwrap();
+        assert!(q.dir_unsynced.load(Ordering::Acquire));
+        // The flush thread's race: it took the flag, then the topic's files and directory went.
+        q.dir_unsynced.store(true, Ordering::Release);
+        let n = q.read().len();
+        q.delete_first(n).unwrap();
+        std::fs::remove_dir_all(dir.path().join("topic")).unwrap();
+        q.flush(0).expect("nothing left to flush is no error");
+        q.destroy().unwrap();
+        assert!(!q.dir_unsynced.load(Ordering::Acquire), "a destroyed queue has no directory to sync");
+    }
 
     #[test]
     fn a_sparse_segment_has_its_directory_synced_by_the_next_flush() {

@@ -60,7 +60,7 @@ class KafkaRetentionTest {
         int port = Ports.free();
         env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka-retention",
             Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port,
-                "kafkaLogRetentionCheckIntervalMs", "200"));
+                "kafkaLogRetentionCheckIntervalMs", "200", "compactionScheduleInternal", "200"));
         bootstrap = "127.0.0.1:" + port;
     }
 
@@ -201,6 +201,90 @@ class KafkaRetentionTest {
     // ------------------------------------------------------------------ the real Kafka tools
 
     /** The classpath of Apache Kafka 4.1.1's tools (benchmarks/kafka-broker, resolved offline when cached). */
+    /** (offset, key, value or "<null>") of every record of partition 0, read from the start up to {@code end}. */
+    List<String> readAll(String topic, long end) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        List<String> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (c.position(tp) < end && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
+                    String v = r.value() == null ? "<null>" : new String(r.value(), StandardCharsets.UTF_8);
+                    out.add(r.offset() + ":" + new String(r.key(), StandardCharsets.UTF_8) + "=" + v);
+                }
+            }
+            assertEquals(end, c.position(tp), "read up to the end");
+        }
+        return out;
+    }
+
+    /**
+     * Reads the partition until it holds exactly {@code expected} (leaving out {@code ignored}, a record a pass
+     * may or may not have dropped yet), or fails after 30 s with what it held.
+     */
+    void awaitRecords(String topic, long end, List<String> expected, String ignored) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        List<String> got = readAll(topic, end);
+        got.remove(ignored);
+        while (!got.equals(expected) && System.nanoTime() < deadline) {
+            Thread.sleep(100); // the next compaction pass (compactionScheduleInternal=200) is awaited by reading again
+            got = readAll(topic, end);
+            got.remove(ignored);
+        }
+        assertEquals(expected, got);
+    }
+
+    /**
+     * A compacted topic, written by the Java producer: compaction keeps the latest value per key at
+     * its original offset (the consumer reads across the gaps), and a tombstone goes once
+     * delete.retention.ms passed after the pass that kept it. The topic asks for small segments,
+     * as a Kafka test would to let its cleaner run; here compaction is not bound to segments.
+     */
+    @Test
+    void a_compacted_topic_keeps_the_latest_value_per_key_at_its_offset_and_drops_tombstones() throws Exception {
+        String topic = topic("k-compact");
+        try (Admin admin = admin()) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(Map.of("cleanup.policy", "compact",
+                "delete.retention.ms", "0", "min.cleanable.dirty.ratio", "0.01", "segment.bytes", "1048576"))))
+                .all().get();
+        }
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "10000"); // one batch, sent by flush(): a pass sees all or none
+        String[][] writes = {{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"c", "c1"}, {"b", null}, {"d", "d1"}, {"e", "e1"}};
+        try (KafkaProducer<byte[], byte[]> producer =
+                 new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent = new ArrayList<>();
+            for (String[] w : writes) {
+                byte[] v = w[1] == null ? null : w[1].getBytes(StandardCharsets.UTF_8);
+                sent.add(producer.send(new ProducerRecord<>(topic, 0, w[0].getBytes(StandardCharsets.UTF_8), v)));
+            }
+            producer.flush();
+            for (int i = 0; i < writes.length; i++) {
+                assertEquals(i, sent.get(i).get().offset());
+            }
+            // The older values go, each key's latest stays at its offset; the tombstone stays until
+            // delete.retention.ms after the pass that kept it (0 here: a later pass may already have dropped it).
+            awaitRecords(topic, 7, List.of("2:a=a2", "3:c=c1", "5:d=d1", "6:e=e1"), "4:b=<null>");
+            // A later pass (a new record makes the topic dirty again) drops the tombstone.
+            java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata> f = producer.send(
+                new ProducerRecord<>(topic, 0, "f".getBytes(StandardCharsets.UTF_8), "f1".getBytes(StandardCharsets.UTF_8)));
+            producer.flush();
+            assertEquals(7, f.get().offset());
+            awaitRecords(topic, 8, List.of("2:a=a2", "3:c=c1", "5:d=d1", "6:e=e1", "7:f=f1"), null);
+        }
+        try (Admin admin = admin()) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            assertEquals(8, admin.listOffsets(Map.of(tp, OffsetSpec.latest())).partitionResult(tp).get().offset(),
+                "offsets unchanged: the end stays where the producer left it");
+        }
+    }
+
     static String toolsClasspath() throws Exception {
         Path root = Path.of(System.getProperty("user.dir")).toAbsolutePath();
         while (root != null && !Files.exists(root.resolve("benchmarks/kafka-broker/pom.xml"))) {
