@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Kafka protocol side by side: a real Apache Kafka 4.1.1 broker (Maven Central jars, KRaft single
 # node) and ferrocket's Kafka listener, driven by Kafka's own tools: ProducerPerformance (1 KiB,
-# acks=all, linger.ms=5), ConsumerPerformance and EndToEndLatency, on 4-partition topics (= 4 queues
-# in ferrocket), alternating rounds with fresh data directories, broker CPU and RssAnon from /proc.
+# acks=all, linger.ms=5; then again with transactions, a commit every 100 ms), ConsumerPerformance and
+# EndToEndLatency, on 4-partition topics (= 4 queues in ferrocket), alternating rounds with fresh data
+# directories, broker CPU and RssAnon from /proc.
 #
 #   benchmarks/kafka.sh [--rounds R] [--records N] [--e2e-messages M] [--quick]
 #                       [--brokers "kafka ferrocket"] [--results FILE|none] [--keep-data]
@@ -19,13 +20,14 @@ BPY="$HERE/lib/bench.py"
 COMMAND="benchmarks/kafka.sh${*:+ $*}"
 KAFKA_VERSION=4.1.1
 KAFKA_CP_FILE="$HERE/kafka-broker/target/classpath.txt"
+TXN_MS=100 # the transactional producer's --transaction-duration-ms: a commit every TXN_MS ms
 
 ROUNDS="" RECORDS="" E2E=""
 BROKERS="kafka ferrocket"
 RESULTS=""
 QUICK=0
 KEEP_DATA=0
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) ROUNDS=${2:?--rounds needs a value}; shift 2 ;;
@@ -325,42 +327,49 @@ run_tool() {
   unset "PROC_NAME[$pid]"
 }
 
+# produce ROUND BROKER DIR NAME WHAT TOPIC [TOOL-ARGS...]: ProducerPerformance of $RECORDS records of
+# 1024 bytes (acks=all, linger.ms=5, unthrottled) to TOPIC, output in DIR/NAME.{out,err,json}; fails
+# the run unless it exits 0, logs no failed send and reports all $RECORDS records acknowledged.
+produce() {
+  local round=$1 broker=$2 dir=$3 name=$4 what=$5 topic=$6 rc errs parsed sent
+  shift 6
+  run_tool "$what" --pid "$BROKER_PID" --log "$dir/$name.out" --out "$dir/$name.json" \
+    --timeout "$(( 300 + RECORDS / 1000 ))" -- \
+    "${TOOL_JAVA[@]}" org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$RECORDS" \
+    --record-size 1024 --throughput -1 "$@" --producer-props bootstrap.servers="$BOOTSTRAP" acks=all linger.ms=5 \
+    2> "$dir/$name.err"
+  rc=$TOOL_RC
+  [[ $rc == 0 ]] || fail_tool "$broker" "$what (exit $rc$([[ $rc == 124 ]] && echo ', timed out'))" \
+    "$dir" "$dir/$name.out" "$dir/$name.err"
+  errs=$(tool_errors "$dir/$name.err")
+  [[ -z $errs ]] || fail_tool "$broker" "$what (sends failed: $(head -n 1 <<< "$errs"))" \
+    "$dir" "$dir/$name.err"
+  parsed=$(python3 "$PY" parse producer "$dir/$name.out" 2>&1) \
+    || fail_tool "$broker" "$what (output not understood: $parsed)" "$dir" "$dir/$name.out"
+  sent=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sent"])' "$parsed")
+  [[ $sent == "$RECORDS" ]] || fail_tool "$broker" "$what (acknowledged $sent of $RECORDS records)" \
+    "$dir" "$dir/$name.out" "$dir/$name.err"
+  warn_lines "$round" "$broker" "$what" "$dir/$name.err"
+}
+
 run_one() { # round broker
   CUR_ROUND=$1
-  local broker=$2 dir="$RUN/r$1-$2" rc errs rss
+  local broker=$2 dir="$RUN/r$1-$2" rc rss parsed
   mkdir -p "$dir"
   log "round $1/$ROUNDS: $broker"
   if [[ $broker == kafka ]]; then start_kafka "$dir"; else start_ferrocket "$dir"; fi
 
-  local topic="perf" e2e_topic="e2e" t
-  for t in "$topic" "$e2e_topic"; do
+  local topic="perf" e2e_topic="e2e" txn_topic="txn" t
+  for t in "$topic" "$e2e_topic" "$txn_topic"; do
     timeout 120 "${TOOL_JAVA[@]}" org.apache.kafka.tools.TopicCommand --bootstrap-server "$BOOTSTRAP" --create --topic "$t" \
       --partitions 4 --replication-factor 1 > "$dir/create-$t.log" 2>&1 \
       || fail_tool "$broker" "TopicCommand --create --topic $t --partitions 4" "$dir" "$dir/create-$t.log"
   done
-  log "  topics $topic and $e2e_topic created (4 partitions, replication factor 1)"
+  log "  topics $topic, $e2e_topic and $txn_topic created (4 partitions, replication factor 1)"
 
   # ProducerPerformance: the broker's CPU over the whole run, per record acknowledged.
   log "  ProducerPerformance: $RECORDS records of 1024 bytes, acks=all, linger.ms=5, unthrottled"
-  run_tool ProducerPerformance --pid "$BROKER_PID" --log "$dir/producer.out" --out "$dir/producer.json" \
-    --timeout "$(( 300 + RECORDS / 1000 ))" -- \
-    "${TOOL_JAVA[@]}" org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records "$RECORDS" \
-    --record-size 1024 --throughput -1 --producer-props bootstrap.servers="$BOOTSTRAP" acks=all linger.ms=5 \
-    2> "$dir/producer.err"
-  rc=$TOOL_RC
-  [[ $rc == 0 ]] || fail_tool "$broker" "ProducerPerformance (exit $rc$([[ $rc == 124 ]] && echo ', timed out'))" \
-    "$dir" "$dir/producer.out" "$dir/producer.err"
-  errs=$(tool_errors "$dir/producer.err")
-  [[ -z $errs ]] || fail_tool "$broker" "ProducerPerformance (sends failed: $(head -n 1 <<< "$errs"))" \
-    "$dir" "$dir/producer.err"
-  local parsed
-  parsed=$(python3 "$PY" parse producer "$dir/producer.out" 2>&1) \
-    || fail_tool "$broker" "ProducerPerformance (output not understood: $parsed)" "$dir" "$dir/producer.out"
-  local sent
-  sent=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["sent"])' "$parsed")
-  [[ $sent == "$RECORDS" ]] || fail_tool "$broker" "ProducerPerformance (acknowledged $sent of $RECORDS records)" \
-    "$dir" "$dir/producer.out" "$dir/producer.err"
-  warn_lines "$1" "$broker" ProducerPerformance "$dir/producer.err"
+  produce "$1" "$broker" "$dir" producer ProducerPerformance "$topic"
 
   log "  ConsumerPerformance: $RECORDS records from $topic (new group, from the earliest offset)"
   run_tool ConsumerPerformance --pid "$BROKER_PID" --log "$dir/consumer.out" --out "$dir/consumer.json" \
@@ -391,7 +400,13 @@ run_one() { # round broker
   warn_lines "$1" "$broker" EndToEndLatency "$dir/e2e.err"
 
   rss=$(python3 "$BPY" rss-kb "$BROKER_PID")
-  python3 "$PY" row --broker "$broker" --round "$1" --dir "$dir" --records "$RECORDS" --rss-kb "$rss" >> "$ROWS"
+
+  # Last, so that the runs above (and RssAnon) are measured as they always were.
+  log "  ProducerPerformance, transactional: $RECORDS records of 1024 bytes to $txn_topic, a commit every ${TXN_MS} ms"
+  produce "$1" "$broker" "$dir" txn "transactional ProducerPerformance" "$txn_topic" \
+    --transactional-id "perf-txn-r$1" --transaction-duration-ms "$TXN_MS"
+  python3 "$PY" row --broker "$broker" --round "$1" --dir "$dir" --records "$RECORDS" --rss-kb "$rss" \
+    --txn-ms "$TXN_MS" >> "$ROWS"
   log "  -> $(python3 "$PY" brief "$ROWS")"
 
   stop "$BROKER_PID" 20
@@ -408,7 +423,7 @@ run_one() { # round broker
 
 # ---------------------------------------------------------------- 4. the rounds
 
-log "plan: $ROUNDS round(s) of [$BROKERS], alternating; $RECORDS records produced and consumed, $E2E EndToEndLatency round trips"
+log "plan: $ROUNDS round(s) of [$BROKERS], alternating; $RECORDS records produced and consumed, $E2E EndToEndLatency round trips, $RECORDS records produced in transactions (a commit every $TXN_MS ms)"
 for ((r = 1; r <= ROUNDS; r++)); do
   order=$BROKERS
   (( r % 2 == 0 )) && order=$(tr ' ' '\n' <<< "$BROKERS" | tac | tr '\n' ' ')
@@ -421,11 +436,13 @@ done
 
 ELAPSED=$(( $(date +%s) - STARTED_AT ))
 PLAN="Each round starts every broker afresh (new data directory), alternating which goes first, creates \
-two topics of 4 partitions with \`TopicCommand\` (Kafka's \`kafka-topics.sh\`), then runs Kafka $KAFKA_VERSION's \
+three topics of 4 partitions with \`TopicCommand\` (Kafka's \`kafka-topics.sh\`), then runs Kafka $KAFKA_VERSION's \
 tools from the same classpath: \`ProducerPerformance --topic perf --num-records $RECORDS --record-size 1024 \
 --throughput -1 --producer-props bootstrap.servers=... acks=all linger.ms=5\` (idempotent by default), \
 \`ConsumerPerformance --topic perf --messages $RECORDS\` (a new group, classic protocol), \
-\`EndToEndLatency <bootstrap> e2e $E2E all 1024\` (send, wait for the ack, poll it back, one at a time). \
+\`EndToEndLatency <bootstrap> e2e $E2E all 1024\` (send, wait for the ack, poll it back, one at a time), \
+then on a third topic \`ProducerPerformance --topic txn\` as the first, plus \`--transactional-id perf-txn-r<round> \
+--transaction-duration-ms $TXN_MS\` (a transaction committed every $TXN_MS ms; RssAnon is read before it). \
 Kafka: KRaft single node (\`StorageTool format --standalone\`, \`kafka.Kafka server.properties\`: \
 process.roles=broker,controller, num.partitions=4, replication factors 1, \
 group.initial.rebalance.delay.ms=0, no per-message fsync as by default), JVM as \`kafka-server-start.sh\` \

@@ -11,8 +11,9 @@
         exits with CMD's exit code (124 after --timeout)
     kafka.py parse producer|consumer|e2e FILE   -> the tool's final figures as one JSON line
                                                    (exit 1 naming what is missing)
-    kafka.py row --broker B --round N --dir D --records N --rss-kb K >> rows.jsonl
-        one round of one broker from D/{producer,consumer,e2e}.{out,json}
+    kafka.py row --broker B --round N --dir D --records N --rss-kb K --txn-ms T >> rows.jsonl
+        one round of one broker from D/{producer,consumer,e2e,txn}.{out,json} (txn: the transactional
+        ProducerPerformance, a commit every T ms)
     kafka.py brief R.jsonl           -> the last row in one line, for the progress log
     kafka.py report --rows R.jsonl --meta META.json [--markdown OUT.md]
 """
@@ -197,6 +198,7 @@ def row(a):
     p, pm = parse("producer", f"{d}/producer.out"), load_json(f"{d}/producer.json")
     c, cm = parse("consumer", f"{d}/consumer.out"), load_json(f"{d}/consumer.json")
     e = parse("e2e", f"{d}/e2e.out")
+    t, tm = parse("producer", f"{d}/txn.out"), load_json(f"{d}/txn.json")
     r = {"broker": a.broker, "round": a.round, "records": a.records,
          "produce_msgs_per_sec": p["msgs_per_sec"], "produce_mb_per_sec": p["mb_per_sec"],
          "produce_best_window": p["best_window"],
@@ -211,7 +213,11 @@ def row(a):
          "consume_cpu_us": round(cm["broker_cpu_s"] * 1e6 / max(c["received"], 1), 2),
          "consume_other_cores": other_cores(cm),
          "e2e_avg_ms": e["avg_ms"], "e2e_p50_ms": e["p50_ms"], "e2e_p99_ms": e["p99_ms"],
-         "e2e_p999_ms": e["p999_ms"], "rss_anon_mb": round(a.rss_kb / 1024, 1)}
+         "e2e_p999_ms": e["p999_ms"], "rss_anon_mb": round(a.rss_kb / 1024, 1),
+         "txn_ms": a.txn_ms, "txn_msgs_per_sec": t["msgs_per_sec"], "txn_sent": t["sent"],
+         "txn_p99_ms": t["p99_ms"], "txn_cpu_s": tm["broker_cpu_s"],
+         "txn_cpu_us": round(tm["broker_cpu_s"] * 1e6 / max(t["sent"], 1), 2),
+         "txn_window_s": tm["window_s"], "txn_other_cores": other_cores(tm)}
     return r
 
 
@@ -237,6 +243,8 @@ METRICS = [
     ("e2e_p99_ms", "EndToEndLatency p99 ms", 0, "low"),
     ("e2e_p999_ms", "EndToEndLatency p99.9 ms", 0, "low"),
     ("rss_anon_mb", "broker RssAnon MB at the end", 0, "low"),
+    ("txn_msgs_per_sec", "transactional ProducerPerformance records/s (a commit every {txn_ms} ms)", 0, "high"),
+    ("txn_cpu_us", "broker CPU µs/record produced in transactions", 1, "low"),
 ]
 NAMES = {"kafka": "Kafka", "ferrocket": "ferrocket"}
 
@@ -266,7 +274,9 @@ def medians_table(rows):
     n = {b: len(v) for b, v in by.items()}
     lines = [f"| metric (median of rounds) | Kafka 4.1.1 ({n['kafka']}) | ferrocket ({n['ferrocket']}) "
              "| ferrocket / Kafka |", "|---|---:|---:|---:|"]
+    txn_ms = sorted({str(r["txn_ms"]) for r in rows if "txn_ms" in r}) or ["?"]
     for key, label, digits, better in METRICS:
+        label = label.replace("{txn_ms}", "/".join(txn_ms))
         k, f = med(by["kafka"], key), med(by["ferrocket"], key)
         arrow = "↑" if better == "high" else "↓"
         lines.append(f"| {label} ({arrow} better) | {fmt(k, digits)} | {fmt(f, digits)} | **{ratio(f, k)}** |")
@@ -275,15 +285,18 @@ def medians_table(rows):
 
 def per_round_table(rows):
     lines = ["| round | broker | produce rec/s | p99 ms | CPU µs/rec | consume rec/s | join ms | "
-             "CPU µs/rec | e2e avg ms | e2e p99 ms | RssAnon MB | sent | received | other load (cores) |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "CPU µs/rec | e2e avg ms | e2e p99 ms | RssAnon MB | sent | received | other load (cores) | "
+             "txn rec/s | txn CPU µs/rec | txn sent | txn other load |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['round']} | {NAMES.get(r['broker'], r['broker'])} | {fmt(r['produce_msgs_per_sec'], 0)} | "
             f"{r['produce_p99_ms']} | {fmt(r['produce_cpu_us'], 1)} | {fmt(r['consume_msgs_per_sec'], 0)} | "
             f"{r['rebalance_ms']} | {fmt(r['consume_cpu_us'], 1)} | {fmt(r['e2e_avg_ms'], 3)} | "
             f"{r['e2e_p99_ms']} | {fmt(r['rss_anon_mb'], 0)} | {r['sent']:,} | {r['received']:,} | "
-            f"{fmt(r.get('produce_other_cores'), 2)} / {fmt(r.get('consume_other_cores'), 2)} |")
+            f"{fmt(r.get('produce_other_cores'), 2)} / {fmt(r.get('consume_other_cores'), 2)} | "
+            f"{fmt(r.get('txn_msgs_per_sec'), 0)} | {fmt(r.get('txn_cpu_us'), 1)} | "
+            f"{r['txn_sent']:,} | {fmt(r.get('txn_other_cores'), 2)} |")
     return "\n".join(lines)
 
 
@@ -296,8 +309,8 @@ def report(a):
     print(per_round_table(rows))
     if not a.markdown:
         return
-    others = [x for r in rows for x in (r.get("produce_other_cores"), r.get("consume_other_cores"))
-              if x is not None]
+    others = [x for r in rows for x in (r.get("produce_other_cores"), r.get("consume_other_cores"),
+                                        r.get("txn_other_cores")) if x is not None]
     sec = [f"\n## Kafka protocol, {meta['date']}\n",
            f"Command: `{meta['command']}`  ",
            f"ferrocket: `{meta['ferrocket_version']}` (git `{meta['git']}`); Apache Kafka "
@@ -314,7 +327,7 @@ def report(a):
                    if statistics.median(others) >= 0.1 or busy > len(others) // 4 else
                    "The machine was quiet during the measured windows.")
         sec.append(f"{verdict} CPU used by processes other than the broker and the tool during the "
-                   f"producer and consumer runs (`/proc/stat`): median {statistics.median(others):.2f} "
+                   f"producer, consumer and transactional producer runs (`/proc/stat`): median {statistics.median(others):.2f} "
                    f"cores, max {max(others):.2f}; {busy} of {len(others)} windows at ≥ 0.2 cores.\n")
     sec.append(meta["plan"] + "\n")
     if meta.get("notes"):
@@ -329,10 +342,14 @@ def report(a):
                "highest of ProducerPerformance's 5-second progress lines (once the JVMs are warm). "
                "ConsumerPerformance's "
                "records/s count from before `subscribe()` (group join included); 'fetch' excludes the "
-               "join. EndToEndLatency reports whole milliseconds for its percentiles.")
+               "join. EndToEndLatency reports whole milliseconds for its percentiles. The transactional "
+               "producer (the same 1 KiB records, acks=all, linger.ms=5, on its own 4-partition topic, "
+               "run last) commits a transaction whenever the last commit is at least the stated ms old; "
+               "its CPU is per record acknowledged, over the tool's whole run as for the first producer.")
     sec.append("\n<details><summary>Every round</summary>\n")
     sec.append(per_round_table(rows))
-    sec.append("\n'other load' = cores used by other processes during the producer / consumer run.")
+    sec.append("\n'other load' = cores used by other processes during the producer / consumer run; "
+               "'txn other load' during the transactional producer's.")
     sec.append("\n</details>\n")
     with open(a.markdown, "a") as f:
         f.write("\n".join(sec) + "\n")
@@ -373,6 +390,7 @@ def main():
         p.add_argument("--dir", required=True)
         p.add_argument("--records", type=int, required=True)
         p.add_argument("--rss-kb", type=int, required=True)
+        p.add_argument("--txn-ms", type=int, required=True)
         print(json.dumps(row(p.parse_args(args))))
     elif cmd == "brief":
         with open(args[0]) as f:
@@ -380,7 +398,8 @@ def main():
         print(f"produce {r['produce_msgs_per_sec']:,.0f} rec/s, p99 {r['produce_p99_ms']} ms, "
               f"CPU {r['produce_cpu_us']} µs/rec; consume {r['consume_msgs_per_sec']:,.0f} rec/s "
               f"(join {r['rebalance_ms']} ms), CPU {r['consume_cpu_us']} µs/rec; e2e avg "
-              f"{r['e2e_avg_ms']} ms, p99 {r['e2e_p99_ms']} ms; RssAnon {r['rss_anon_mb']:.0f} MB")
+              f"{r['e2e_avg_ms']} ms, p99 {r['e2e_p99_ms']} ms; RssAnon {r['rss_anon_mb']:.0f} MB; "
+              f"transactional produce {r['txn_msgs_per_sec']:,.0f} rec/s, CPU {r['txn_cpu_us']} µs/rec")
     elif cmd == "report":
         p = argparse.ArgumentParser(prog="kafka.py report")
         p.add_argument("--rows", required=True)
