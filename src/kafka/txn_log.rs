@@ -74,7 +74,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_table_survives_a_reopen_and_the_rewrite_is_fast_enough_for_eos() {
+    async fn the_table_survives_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE);
         let log = TxnLog::open(&path, limits()).unwrap();
@@ -86,15 +86,7 @@ mod tests {
         let init = log.lock().init(&log.limits, "app-1", 60_000, None, 0, &mut alloc).unwrap();
         assert_eq!(init, Init::Ready { producer_id: 1, epoch: 0 });
         log.lock().add_partitions("app-1", 1, 0, &[("T".into(), 0, 42)], 5).unwrap();
-        // What a Kafka Streams EOS commit costs here: AddPartitions, AddOffsets, Prepare and
-        // Complete are four rewrites of the file.
-        let started = std::time::Instant::now();
-        for _ in 0..20 {
-            log.persist().await.unwrap();
-        }
-        let per_write = started.elapsed() / 20;
-        eprintln!("kafkaTransactions.json rewrite + fsync: {per_write:?}");
-        assert!(per_write < std::time::Duration::from_millis(25), "{per_write:?} per write");
+        log.persist().await.unwrap();
         let again = TxnLog::open(&path, limits()).unwrap();
         let t = again.lock();
         let m = &t.ids["app-1"];
@@ -103,11 +95,11 @@ mod tests {
         assert!(!m.completing);
     }
 
-    /// The rewrite grows with the table (about 270 bytes per id): at the default cap
-    /// (`kafkaMaxTransactionalIds`, 1000 ids) it must stay below Kafka Streams' EOS commit
-    /// interval (100 ms). Measured (debug build): 1000 ids about 15 ms, 10000 ids about 120 ms.
+    /// The rewrite grows with the table: at the default cap (`kafkaMaxTransactionalIds`, 1000
+    /// ids) the file stays about 270 bytes per id. What a rewrite costs (it must stay well below
+    /// Kafka Streams' 100 ms EOS commit interval) is measured by `benches/persist.rs`, not here.
     #[tokio::test]
-    async fn a_full_table_is_still_rewritten_quickly() {
+    async fn a_full_table_is_rewritten_whole_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let full = Limits { max_timeout_ms: 900_000, expiration_ms: 604_800_000, max_ids: 1000 };
         let log = TxnLog::open(&dir.path().join(FILE), full).unwrap();
@@ -121,13 +113,10 @@ mod tests {
             log.lock().init(&log.limits, &id, 60_000, None, 0, &mut alloc).unwrap();
             log.lock().add_partitions(&id, i + 1, 0, &[("app-changelog".into(), 3, 1000)], 1).unwrap();
         }
-        let started = std::time::Instant::now();
-        for _ in 0..5 {
-            log.persist().await.unwrap();
-        }
-        let per_write = started.elapsed() / 5;
+        log.persist().await.unwrap();
         let size = std::fs::metadata(dir.path().join(FILE)).unwrap().len();
-        eprintln!("kafkaTransactions.json with 1000 ids ({size} bytes): {per_write:?} per rewrite + fsync");
-        assert!(per_write < std::time::Duration::from_millis(100), "{per_write:?} per write");
+        assert!(size < 400 * 1000, "{size} bytes for 1000 ids");
+        let again = TxnLog::open(&dir.path().join(FILE), limits()).unwrap();
+        assert_eq!(again.lock().ids.len(), 1000);
     }
 }
