@@ -2,9 +2,9 @@
 # Kafka protocol side by side: a real Apache Kafka 4.1.1 broker (Maven Central jars, KRaft single
 # node) and ferrocket's Kafka listener, driven by Kafka's own tools: ProducerPerformance (1 KiB,
 # acks=all, linger.ms=5; then again with transactions, a commit every 100 ms), ConsumerPerformance and
-# EndToEndLatency, on 4-partition topics (= 4 queues in ferrocket), then the compaction of N/4 keyed
-# records (1,000 keys) as the broker reports it (lib/kafka-compaction.sh); alternating rounds with
-# fresh data directories, broker CPU and RssAnon from /proc.
+# EndToEndLatency, on 4-partition topics (= 4 queues in ferrocket), then the compaction of N/4
+# (>= 12,500) keyed records (1,000 keys) as the broker reports it (lib/kafka-compaction.sh);
+# alternating rounds with fresh data directories, broker CPU and RssAnon from /proc.
 #
 #   benchmarks/kafka.sh [--rounds R] [--records N] [--e2e-messages M] [--quick]
 #                       [--brokers "kafka ferrocket"] [--results FILE|none] [--keep-data]

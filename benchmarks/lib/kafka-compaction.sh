@@ -19,9 +19,10 @@ COMPACT_INTERVAL_MS=1000
 COMPACT_TOPIC=compacted
 CPY="$HERE/lib/kafka_compaction.py"
 
-# compaction_setup: COMPACT_RECORDS and the input file, once per run.
+# compaction_setup: COMPACT_RECORDS (N/4, at least 12,500: ~1.4 MB, so that Kafka has a closed
+# 1 MiB segment to clean) and the input file, once per run.
 compaction_setup() {
-  COMPACT_RECORDS=$(( RECORDS / 4 > 0 ? RECORDS / 4 : 1 ))
+  COMPACT_RECORDS=$(( RECORDS / 4 > 12500 ? RECORDS / 4 : 12500 ))
   COMPACT_INPUT="$RUN/compacted-input.txt"
   python3 "$CPY" gen "$COMPACT_INPUT" "$COMPACT_RECORDS" "$COMPACT_KEYS" \
     || die "could not write the compaction input $COMPACT_INPUT"
