@@ -2,8 +2,9 @@
 # Kafka protocol side by side: a real Apache Kafka 4.1.1 broker (Maven Central jars, KRaft single
 # node) and ferrocket's Kafka listener, driven by Kafka's own tools: ProducerPerformance (1 KiB,
 # acks=all, linger.ms=5; then again with transactions, a commit every 100 ms), ConsumerPerformance and
-# EndToEndLatency, on 4-partition topics (= 4 queues in ferrocket), alternating rounds with fresh data
-# directories, broker CPU and RssAnon from /proc.
+# EndToEndLatency, on 4-partition topics (= 4 queues in ferrocket), then the compaction of N/4
+# (>= 12,500) keyed records (1,000 keys) as the broker reports it (lib/kafka-compaction.sh);
+# alternating rounds with fresh data directories, broker CPU and RssAnon from /proc.
 #
 #   benchmarks/kafka.sh [--rounds R] [--records N] [--e2e-messages M] [--quick]
 #                       [--brokers "kafka ferrocket"] [--results FILE|none] [--keep-data]
@@ -21,13 +22,15 @@ COMMAND="benchmarks/kafka.sh${*:+ $*}"
 KAFKA_VERSION=4.1.1
 KAFKA_CP_FILE="$HERE/kafka-broker/target/classpath.txt"
 TXN_MS=100 # the transactional producer's --transaction-duration-ms: a commit every TXN_MS ms
+# shellcheck source=lib/kafka-compaction.sh
+source "$HERE/lib/kafka-compaction.sh"
 
 ROUNDS="" RECORDS="" E2E=""
 BROKERS="kafka ferrocket"
 RESULTS=""
 QUICK=0
 KEEP_DATA=0
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) ROUNDS=${2:?--rounds needs a value}; shift 2 ;;
@@ -227,6 +230,7 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+log.cleaner.backoff.ms=$COMPACT_INTERVAL_MS
 EOF
   cat > "$dir/log4j2.properties" <<EOF
 status = warn
@@ -239,6 +243,17 @@ rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FILE
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
+appender.cleaner.type = File
+appender.cleaner.name = CLEANER
+appender.cleaner.fileName = $dir/log-cleaner.log
+appender.cleaner.layout.type = PatternLayout
+appender.cleaner.layout.pattern = [%d] %p %m (%c)%n
+logger.cleaner.name = org.apache.kafka.storage.internals.log.LogCleaner\$CleanerThread
+logger.cleaner.level = INFO
+logger.cleaner.appenderRef.file.ref = CLEANER
+logger.cleaning.name = org.apache.kafka.storage.internals.log.Cleaner
+logger.cleaning.level = INFO
+logger.cleaning.appenderRef.file.ref = CLEANER
 EOF
   cid=$(python3 "$PY" cluster-id)
   "${TOOL_JAVA[@]}" kafka.tools.StorageTool format --standalone -t "$cid" -c "$dir/server.properties" \
@@ -269,6 +284,7 @@ kafkaListenPort=$kp
 kafkaAdvertisedAddress=127.0.0.1:$kp
 kafkaNumPartitions=4
 kafkaGroupInitialRebalanceDelayMs=0
+compactionScheduleInternal=$COMPACT_INTERVAL_MS
 EOF
   printf 'listenPort=%s\nkvConfigPath=%s\nconfigStorePath=%s\n' "$ns" "$dir/home/kvConfig.json" \
     "$dir/home/namesrv.properties" > "$dir/namesrv.conf"
@@ -405,8 +421,9 @@ run_one() { # round broker
   log "  ProducerPerformance, transactional: $RECORDS records of 1024 bytes to $txn_topic, a commit every ${TXN_MS} ms"
   produce "$1" "$broker" "$dir" txn "transactional ProducerPerformance" "$txn_topic" \
     --transactional-id "perf-txn-r$1" --transaction-duration-ms "$TXN_MS"
+  compaction_phase "$1" "$broker" "$dir" # last of all: its own topic, cleaned with nothing else running
   python3 "$PY" row --broker "$broker" --round "$1" --dir "$dir" --records "$RECORDS" --rss-kb "$rss" \
-    --txn-ms "$TXN_MS" >> "$ROWS"
+    --txn-ms "$TXN_MS" --compact-records "$COMPACT_RECORDS" --compact-keys "$COMPACT_KEYS" >> "$ROWS"
   log "  -> $(python3 "$PY" brief "$ROWS")"
 
   stop "$BROKER_PID" 20
@@ -423,7 +440,8 @@ run_one() { # round broker
 
 # ---------------------------------------------------------------- 4. the rounds
 
-log "plan: $ROUNDS round(s) of [$BROKERS], alternating; $RECORDS records produced and consumed, $E2E EndToEndLatency round trips, $RECORDS records produced in transactions (a commit every $TXN_MS ms)"
+compaction_setup
+log "plan: $ROUNDS round(s) of [$BROKERS], alternating; $RECORDS records produced and consumed, $E2E EndToEndLatency round trips, $RECORDS records produced in transactions (a commit every $TXN_MS ms), $COMPACT_RECORDS keyed records ($COMPACT_KEYS keys) compacted"
 for ((r = 1; r <= ROUNDS; r++)); do
   order=$BROKERS
   (( r % 2 == 0 )) && order=$(tr ' ' '\n' <<< "$BROKERS" | tac | tr '\n' ' ')
@@ -448,7 +466,7 @@ process.roles=broker,controller, num.partitions=4, replication factors 1, \
 group.initial.rebalance.delay.ms=0, no per-message fsync as by default), JVM as \`kafka-server-start.sh\` \
 (-Xms1G -Xmx1G, G1 MaxGCPauseMillis=20). ferrocket: \`ferrocket standalone\` (NameServer and broker in one \
 process) with kafkaListenPort, kafkaNumPartitions=4, kafkaGroupInitialRebalanceDelayMs=0, flushDiskType=ASYNC_FLUSH. Tools: -Xmx512M, as the \
-distribution's scripts. $ROUNDS round(s)."
+distribution's scripts. $(compaction_plan) $ROUNDS round(s)."
 export META_DATE META_CMD META_UNAME META_NPROC META_CPU META_MEM META_JAVA META_FERROCKET META_GIT
 export META_LOAD_BEFORE META_LOAD_AFTER META_DURATION META_RUN META_PLAN META_NOTES META_KAFKA
 META_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')

@@ -4,16 +4,17 @@
     kafka.py ports                   -> "NAMESRV BROKER KAFKA_FERROCKET KAFKA_BROKER KAFKA_CONTROLLER"
                                         (all free, below 32768; BROKER-2 and BROKER+1 free too)
     kafka.py cluster-id              -> a random KRaft cluster id (Kafka's Uuid: 22 url-safe base64 chars)
-    kafka.py run --pid P --log F --out J [--timeout S] [--prefix T] -- CMD...
-        runs CMD with its stdout written to F and echoed with a timestamp (a "still running" line
-        after 15 s of silence); samples P's CPU, the machine's busy CPU and CMD's own CPU around it;
+    kafka.py run --pid P --log F --out J [--timeout S] [--prefix T] [--stdin IN] -- CMD...
+        runs CMD (its standard input from IN, else none) with its stdout written to F and echoed
+        with a timestamp (a "still running" line after 15 s of silence); samples P's CPU, the machine's busy CPU and CMD's own CPU around it;
         writes {"rc", "broker_cpu_s", "window_s", "machine_busy_s", "client_cpu_s", "timed_out"} to J;
         exits with CMD's exit code (124 after --timeout)
     kafka.py parse producer|consumer|e2e FILE   -> the tool's final figures as one JSON line
                                                    (exit 1 naming what is missing)
-    kafka.py row --broker B --round N --dir D --records N --rss-kb K --txn-ms T >> rows.jsonl
+    kafka.py row --broker B --round N --dir D --records N --rss-kb K --txn-ms T
+                 --compact-records R --compact-keys K >> rows.jsonl
         one round of one broker from D/{producer,consumer,e2e,txn}.{out,json} (txn: the transactional
-        ProducerPerformance, a commit every T ms)
+        ProducerPerformance, a commit every T ms) and D/compaction.json (kafka_compaction.py wait)
     kafka.py brief R.jsonl           -> the last row in one line, for the progress log
     kafka.py report --rows R.jsonl --meta META.json [--markdown OUT.md]
 """
@@ -73,7 +74,8 @@ def run(a, cmd):
     b0, m0, t0 = bench.cpu_ticks(a.pid), bench.machine_busy_ticks(), time.monotonic()
     last = [time.monotonic()]
     with open(a.log, "w") as logf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, text=True, bufsize=1)
+        stdin = open(a.stdin, "rb") if a.stdin else subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=None, text=True, bufsize=1)
 
         def on_signal(signum, _frame):
             # kafka.sh's cleanup (or Ctrl-C): the tool goes with us.
@@ -107,6 +109,8 @@ def run(a, cmd):
             last[0] = time.monotonic()
             print(f"[kafka {stamp()}] {a.prefix}{line.rstrip()}", flush=True)
         rc = proc.wait()
+        if a.stdin:
+            stdin.close()
         done.set()
         if killer:
             killer.cancel()
@@ -218,6 +222,10 @@ def row(a):
          "txn_p99_ms": t["p99_ms"], "txn_cpu_s": tm["broker_cpu_s"],
          "txn_cpu_us": round(tm["broker_cpu_s"] * 1e6 / max(t["sent"], 1), 2),
          "txn_window_s": tm["window_s"], "txn_other_cores": other_cores(tm)}
+    k = load_json(f"{d}/compaction.json")
+    r.update({"compact_records": a.compact_records, "compact_keys": a.compact_keys, "compact_read": k["read"],
+              "compact_kept": k["kept"], "compact_s": k["seconds"], "compact_read_per_s": k["read_per_s"],
+              "compact_cleanings": k["cleanings"]})
     return r
 
 
@@ -245,6 +253,9 @@ METRICS = [
     ("rss_anon_mb", "broker RssAnon MB at the end", 0, "low"),
     ("txn_msgs_per_sec", "transactional ProducerPerformance records/s (a commit every {txn_ms} ms)", 0, "high"),
     ("txn_cpu_us", "broker CPU µs/record produced in transactions", 1, "low"),
+    ("compact_read_per_s", "compaction: records/s read by the cleaner (its own report)", 0, "high"),
+    ("compact_read", "compaction: records read by the cleaner (of {compact_records}; Kafka: closed segments)", 0, None),
+    ("compact_kept", "compaction: records kept ({compact_keys} keys)", 0, None),
 ]
 NAMES = {"kafka": "Kafka", "ferrocket": "ferrocket"}
 
@@ -274,20 +285,22 @@ def medians_table(rows):
     n = {b: len(v) for b, v in by.items()}
     lines = [f"| metric (median of rounds) | Kafka 4.1.1 ({n['kafka']}) | ferrocket ({n['ferrocket']}) "
              "| ferrocket / Kafka |", "|---|---:|---:|---:|"]
-    txn_ms = sorted({str(r["txn_ms"]) for r in rows if "txn_ms" in r}) or ["?"]
     for key, label, digits, better in METRICS:
-        label = label.replace("{txn_ms}", "/".join(txn_ms))
+        for v in ("txn_ms", "compact_records", "compact_keys"):
+            label = label.replace("{%s}" % v, "/".join(sorted({f"{r[v]:,}" for r in rows if v in r}) or ["?"]))
         k, f = med(by["kafka"], key), med(by["ferrocket"], key)
-        arrow = "↑" if better == "high" else "↓"
-        lines.append(f"| {label} ({arrow} better) | {fmt(k, digits)} | {fmt(f, digits)} | **{ratio(f, k)}** |")
+        arrow = {"high": " (↑ better)", "low": " (↓ better)"}.get(better, "")
+        lines.append(f"| {label}{arrow} | {fmt(k, digits)} | {fmt(f, digits)} | **{ratio(f, k)}** |")
     return "\n".join(lines)
 
 
 def per_round_table(rows):
     lines = ["| round | broker | produce rec/s | p99 ms | CPU µs/rec | consume rec/s | join ms | "
              "CPU µs/rec | e2e avg ms | e2e p99 ms | RssAnon MB | sent | received | other load (cores) | "
-             "txn rec/s | txn CPU µs/rec | txn sent | txn other load |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "txn rec/s | txn CPU µs/rec | txn sent | txn other load | compaction read | kept | cleaner s | "
+             "cleaner rec/s |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             "---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['round']} | {NAMES.get(r['broker'], r['broker'])} | {fmt(r['produce_msgs_per_sec'], 0)} | "
@@ -296,7 +309,8 @@ def per_round_table(rows):
             f"{r['e2e_p99_ms']} | {fmt(r['rss_anon_mb'], 0)} | {r['sent']:,} | {r['received']:,} | "
             f"{fmt(r.get('produce_other_cores'), 2)} / {fmt(r.get('consume_other_cores'), 2)} | "
             f"{fmt(r.get('txn_msgs_per_sec'), 0)} | {fmt(r.get('txn_cpu_us'), 1)} | "
-            f"{r['txn_sent']:,} | {fmt(r.get('txn_other_cores'), 2)} |")
+            f"{r['txn_sent']:,} | {fmt(r.get('txn_other_cores'), 2)} | {r['compact_read']:,} | "
+            f"{r['compact_kept']:,} | {fmt(r['compact_s'], 3)} | {fmt(r['compact_read_per_s'], 0)} |")
     return "\n".join(lines)
 
 
@@ -345,7 +359,12 @@ def report(a):
                "join. EndToEndLatency reports whole milliseconds for its percentiles. The transactional "
                "producer (the same 1 KiB records, acks=all, linger.ms=5, on its own 4-partition topic, "
                "run last) commits a transaction whenever the last commit is at least the stated ms old; "
-               "its CPU is per record acknowledged, over the tool's whole run as for the first producer.")
+               "its CPU is per record acknowledged, over the tool's whole run as for the first producer. "
+               "Compaction: records read ÷ seconds as the broker's cleaner reports them for one cleaning "
+               "of the whole dirty range (Kafka: N of 'Start size: ... (N messages)' ÷ (MB processed ÷ "
+               "MB/sec) of its LogCleaner stats, over the closed segments only, the active one is never "
+               "cleaned; ferrocket: read= ÷ ms= of its 'compacted queue' line, over the whole queue); "
+               "'kept' = the records left after it.")
     sec.append("\n<details><summary>Every round</summary>\n")
     sec.append(per_round_table(rows))
     sec.append("\n'other load' = cores used by other processes during the producer / consumer run; "
@@ -373,6 +392,7 @@ def main():
         p.add_argument("--out", required=True)
         p.add_argument("--timeout", type=float, default=0)
         p.add_argument("--prefix", default="    ")
+        p.add_argument("--stdin")
         p.add_argument("cmd", nargs=argparse.REMAINDER)
         a = p.parse_args(args)
         c = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -391,6 +411,8 @@ def main():
         p.add_argument("--records", type=int, required=True)
         p.add_argument("--rss-kb", type=int, required=True)
         p.add_argument("--txn-ms", type=int, required=True)
+        p.add_argument("--compact-records", type=int, required=True)
+        p.add_argument("--compact-keys", type=int, required=True)
         print(json.dumps(row(p.parse_args(args))))
     elif cmd == "brief":
         with open(args[0]) as f:
@@ -399,7 +421,8 @@ def main():
               f"CPU {r['produce_cpu_us']} µs/rec; consume {r['consume_msgs_per_sec']:,.0f} rec/s "
               f"(join {r['rebalance_ms']} ms), CPU {r['consume_cpu_us']} µs/rec; e2e avg "
               f"{r['e2e_avg_ms']} ms, p99 {r['e2e_p99_ms']} ms; RssAnon {r['rss_anon_mb']:.0f} MB; "
-              f"transactional produce {r['txn_msgs_per_sec']:,.0f} rec/s, CPU {r['txn_cpu_us']} µs/rec")
+              f"transactional produce {r['txn_msgs_per_sec']:,.0f} rec/s, CPU {r['txn_cpu_us']} µs/rec; "
+              f"compaction {r['compact_read']:,} read, {r['compact_kept']:,} kept in {r['compact_s']:.3f} s")
     elif cmd == "report":
         p = argparse.ArgumentParser(prog="kafka.py report")
         p.add_argument("--rows", required=True)
