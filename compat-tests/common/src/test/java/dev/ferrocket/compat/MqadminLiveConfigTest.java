@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -95,8 +96,14 @@ class MqadminLiveConfigTest {
     /** Runs mqadmin with {@code -n <namesrv>}; its output (stdout and stderr). */
     static String mqadmin(BrokerDeployment d, String... args) throws Exception {
         String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        // The 4.9 tools read <rocketmq.home.dir>/conf/logback_tools.xml first and do nothing
+        // without it; a home with a quiet one (5.x reads only conf/tools.yml, absent: no ACL hook).
+        Path home = d.dir().resolve("mqadmin-home");
+        Files.createDirectories(home.resolve("conf"));
+        Files.writeString(home.resolve("conf/logback_tools.xml"),
+            "<configuration><root level=\"OFF\"/></configuration>\n");
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp", classpath, "org.apache.rocketmq.tools.command.MQAdminStartup"));
+            "-Drocketmq.home.dir=" + home, "-cp", classpath, "org.apache.rocketmq.tools.command.MQAdminStartup"));
         command.addAll(List.of(args));
         command.addAll(List.of("-n", d.namesrvAddr()));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
