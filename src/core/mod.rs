@@ -172,7 +172,7 @@ impl Core {
         // (`createTopicInSendMessageMethod` -> `registerBrokerAll`, up to
         // registerBrokerTimeoutMills): a client asking the NameServer next finds the route.
         let mut done = self.register_done.subscribe();
-        let wait = Duration::from_millis(self.config.register_broker_timeout_mills);
+        let wait = Duration::from_millis(self.live.config().register_broker_timeout_mills);
         let _ = tokio::time::timeout(wait, done.wait_for(|d| *d >= ticket)).await;
     }
 

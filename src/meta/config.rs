@@ -395,6 +395,8 @@ impl BrokerConfig {
         self.store_path_root_dir.join("config")
     }
 
+    /// The store's settings. Loop intervals are at least 1 ms: 0 (at boot or from
+    /// UPDATE_BROKER_CONFIG) would spin a thread.
     pub fn store_config(&self) -> StoreConfig {
         let ms = Duration::from_millis;
         StoreConfig {
@@ -408,10 +410,10 @@ impl BrokerConfig {
             } else {
                 FlushDiskType::AsyncFlush
             },
-            flush_interval_commit_log: ms(self.flush_interval_commit_log),
+            flush_interval_commit_log: ms(self.flush_interval_commit_log.max(1)),
             flush_commit_log_least_pages: self.flush_commit_log_least_pages,
             flush_commit_log_thorough_interval: ms(self.flush_commit_log_thorough_interval),
-            flush_interval_consume_queue: ms(self.flush_interval_consume_queue),
+            flush_interval_consume_queue: ms(self.flush_interval_consume_queue.max(1)),
             flush_consume_queue_least_pages: self.flush_consume_queue_least_pages,
             flush_consume_queue_thorough_interval: ms(self.flush_consume_queue_thorough_interval),
             sync_flush_timeout: ms(self.sync_flush_timeout),
@@ -427,7 +429,7 @@ impl BrokerConfig {
             disk_space_warning_level_ratio: self.disk_space_warning_level_ratio,
             disk_space_clean_forcibly_ratio: self.disk_space_clean_forcibly_ratio,
             clean_file_forcibly_enable: self.clean_file_forcibly_enable,
-            clean_resource_interval: ms(self.clean_resource_interval),
+            clean_resource_interval: ms(self.clean_resource_interval.max(1)),
             delete_file_batch_max: self.delete_file_batch_max,
             max_transfer_bytes_on_message_in_memory: self.max_transfer_bytes_on_message_in_memory,
             max_transfer_count_on_message_in_memory: self.max_transfer_count_on_message_in_memory,

@@ -46,3 +46,31 @@ fn tls_keys_load_into_the_nested_struct_and_come_back_in_entries() {
     let err = crate::net::tls::tls_settings(&bad.entries()).unwrap_err().to_string();
     assert!(err.contains("tls.server.mode"), "{err}");
 }
+
+/// UPDATE_BROKER_CONFIG hands the store `store_config()` of the new config; the store takes from
+/// it exactly the keys `meta::live::LIVE_KEYS` says act at once, and keeps its boot value of
+/// every other key (#28).
+#[test]
+fn the_store_takes_exactly_the_live_keys_from_an_update() {
+    let boot = BrokerConfig::default();
+    let boot_store = boot.store_config();
+    let mut seen = 0;
+    for (key, value) in boot.entries() {
+        let candidates = ["7", if value == "true" { "false" } else { "true" }, "01"];
+        let Some(next) = candidates.iter().find_map(|v| {
+            let mut next = boot.clone();
+            let changed = next.set(key, v).is_ok_and(|known| known) && next.validate().is_ok();
+            (changed && format!("{:?}", next.store_config()) != format!("{boot_store:?}")).then_some(next)
+        }) else {
+            continue;
+        };
+        seen += 1;
+        let taken = format!("{:?}", boot_store.with_live(&next.store_config()));
+        if crate::meta::live::is_live(key) {
+            assert_eq!(taken, format!("{:?}", next.store_config()), "{key} is live: the store must take it");
+        } else {
+            assert_eq!(taken, format!("{boot_store:?}"), "{key} needs a restart: the store must keep its boot value");
+        }
+    }
+    assert!(seen > 30, "only {seen} store keys tried");
+}

@@ -1,5 +1,6 @@
 //! The store's settings (`MessageStoreConfig.java` keys the store honours), as a plain struct;
-//! the broker fills it from `broker.conf`.
+//! the broker fills it from `broker.conf` and replaces the live part while running
+//! ([`StoreConfig::with_live`]; the store's services read it per use).
 //!
 //! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
@@ -118,6 +119,42 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// `self` with the settings the store reads per use taken from `next` (UPDATE_BROKER_CONFIG):
+    /// retention and disk ratios, flush intervals, size and transfer limits, compaction. The
+    /// others (paths, file sizes, flushDiskType, the index, timers) shape files or threads made
+    /// at start-up and keep their boot value until a restart.
+    pub fn with_live(&self, next: &StoreConfig) -> StoreConfig {
+        StoreConfig {
+            file_reserved_time: next.file_reserved_time,
+            delete_when: next.delete_when.clone(),
+            disk_max_used_space_ratio: next.disk_max_used_space_ratio,
+            disk_space_warning_level_ratio: next.disk_space_warning_level_ratio,
+            disk_space_clean_forcibly_ratio: next.disk_space_clean_forcibly_ratio,
+            clean_file_forcibly_enable: next.clean_file_forcibly_enable,
+            clean_resource_interval: next.clean_resource_interval,
+            delete_file_batch_max: next.delete_file_batch_max,
+            max_message_size: next.max_message_size,
+            flush_interval_commit_log: next.flush_interval_commit_log,
+            flush_commit_log_least_pages: next.flush_commit_log_least_pages,
+            flush_commit_log_thorough_interval: next.flush_commit_log_thorough_interval,
+            flush_interval_consume_queue: next.flush_interval_consume_queue,
+            flush_consume_queue_least_pages: next.flush_consume_queue_least_pages,
+            flush_consume_queue_thorough_interval: next.flush_consume_queue_thorough_interval,
+            sync_flush_timeout: next.sync_flush_timeout,
+            max_transfer_bytes_on_message_in_memory: next.max_transfer_bytes_on_message_in_memory,
+            max_transfer_count_on_message_in_memory: next.max_transfer_count_on_message_in_memory,
+            max_transfer_bytes_on_message_in_disk: next.max_transfer_bytes_on_message_in_disk,
+            max_transfer_count_on_message_in_disk: next.max_transfer_count_on_message_in_disk,
+            access_message_in_memory_max_ratio: next.access_message_in_memory_max_ratio,
+            max_filter_message_size: next.max_filter_message_size,
+            default_query_max_num: next.default_query_max_num,
+            enable_compaction: next.enable_compaction,
+            compaction_interval: next.compaction_interval,
+            max_offset_map_size: next.max_offset_map_size,
+            ..self.clone()
+        }
+    }
+
     pub fn commit_log_dir(&self) -> PathBuf {
         self.store_path_commit_log.clone().unwrap_or_else(|| self.store_path_root_dir.join("commitlog"))
     }

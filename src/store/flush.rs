@@ -65,12 +65,14 @@ fn run_group_commit(inner: &Inner) {
 
 fn run_async(inner: &Inner) {
     let mut last_thorough = Instant::now();
-    while inner.sleep_while_running(inner.config.flush_interval_commit_log) {
-        let thorough = last_thorough.elapsed() >= inner.config.flush_commit_log_thorough_interval;
+    // The intervals and pages are read every round: UPDATE_BROKER_CONFIG changes them live.
+    while inner.sleep_while_running(inner.live().flush_interval_commit_log) {
+        let c = inner.live();
+        let thorough = last_thorough.elapsed() >= c.flush_commit_log_thorough_interval;
         if thorough {
             last_thorough = Instant::now();
         }
-        let least = if thorough { 0 } else { inner.config.flush_commit_log_least_pages };
+        let least = if thorough { 0 } else { c.flush_commit_log_least_pages };
         // Deferred records nobody committed (their answers were never written: a connection
         // closed) are written here at the latest.
         let _ = inner.commit();

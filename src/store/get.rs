@@ -10,6 +10,7 @@ use super::compaction;
 use super::consume_queue::{ConsumeQueue, CQ_UNIT_SIZE};
 use super::mapped_file::MappedSlice;
 use super::message_store::MessageStore;
+use super::StoreConfig;
 use crate::model::message::{sys_flag, StoredMessage};
 
 /// `GetMessageStatus`.
@@ -186,7 +187,7 @@ impl MessageStore {
         max_total_bytes: usize,
         filter: &dyn MessageFilter,
     ) -> GetMessageResult {
-        let c = &self.inner.config;
+        let c = self.inner.live();
         r.status = GetMessageStatus::NoMatchedMessage;
         let max_offset_py = self.inner.commit_log.max_offset() as i64;
         let memory = (self.inner.total_memory as f64 * f64::from(c.access_message_in_memory_max_ratio) / 100.0) as i64;
@@ -214,7 +215,7 @@ impl MessageStore {
             }
             max_phy_pulling = unit.commit_log_offset;
             let in_disk = max_offset_py - unit.commit_log_offset > memory;
-            if self.batch_full(unit.size as usize, max_msg_nums, max_total_bytes, &r, in_disk) {
+            if Self::batch_full(&c, unit.size as usize, max_msg_nums, max_total_bytes, &r, in_disk) {
                 break;
             }
             i += CQ_UNIT_SIZE;
@@ -258,8 +259,8 @@ impl MessageStore {
         max_total_bytes: usize,
         filter: &dyn MessageFilter,
     ) -> Option<GetMessageResult> {
-        let max_scan = self.inner.config.max_filter_message_size.max(max_msg_nums * CQ_UNIT_SIZE) / CQ_UNIT_SIZE;
-        let c = &self.inner.config;
+        let c = self.inner.live();
+        let max_scan = c.max_filter_message_size.max(max_msg_nums * CQ_UNIT_SIZE) / CQ_UNIT_SIZE;
         // `isTheBatchFull` with the in-memory limits: a compacted log is small and read often.
         let full = |size: usize, count: usize, bytes: usize| {
             count > 0
@@ -282,8 +283,14 @@ impl MessageStore {
     }
 
     /// `isTheBatchFull`.
-    fn batch_full(&self, size: usize, max_nums: usize, max_bytes: usize, r: &GetMessageResult, in_disk: bool) -> bool {
-        let c = &self.inner.config;
+    fn batch_full(
+        c: &StoreConfig,
+        size: usize,
+        max_nums: usize,
+        max_bytes: usize,
+        r: &GetMessageResult,
+        in_disk: bool,
+    ) -> bool {
         let (count, bytes) = (r.messages.len(), r.buffer_total_size);
         if bytes == 0 || count == 0 {
             return false;
@@ -386,7 +393,7 @@ impl MessageStore {
         let Some(unit) = self.queue(topic, queue_id).and_then(|q| q.unit(offset)).filter(|u| !u.is_blank()) else {
             return false;
         };
-        let memory = (self.inner.total_memory as f64 * f64::from(self.inner.config.access_message_in_memory_max_ratio)
+        let memory = (self.inner.total_memory as f64 * f64::from(self.inner.live().access_message_in_memory_max_ratio)
             / 100.0) as i64;
         self.inner.commit_log.max_offset() as i64 - unit.commit_log_offset <= memory
     }

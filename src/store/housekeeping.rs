@@ -11,12 +11,14 @@ use super::state::Inner;
 
 pub fn run_consume_queue_flush(inner: &Inner) {
     let mut last_thorough = Instant::now();
-    while inner.sleep_while_running(inner.config.flush_interval_consume_queue) {
-        let thorough = last_thorough.elapsed() >= inner.config.flush_consume_queue_thorough_interval;
+    // Read every round: UPDATE_BROKER_CONFIG changes them live.
+    while inner.sleep_while_running(inner.live().flush_interval_consume_queue) {
+        let c = inner.live();
+        let thorough = last_thorough.elapsed() >= c.flush_consume_queue_thorough_interval;
         if thorough {
             last_thorough = Instant::now();
         }
-        flush_consume_queues(inner, if thorough { 0 } else { inner.config.flush_consume_queue_least_pages });
+        flush_consume_queues(inner, if thorough { 0 } else { c.flush_consume_queue_least_pages });
     }
 }
 

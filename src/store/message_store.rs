@@ -87,6 +87,7 @@ impl MessageStore {
         let index = IndexService::load(&config, last_exit_ok, checkpoint.index_msg_timestamp())?;
         let compaction = CompactionTable::load(&config.compaction_dir())?;
         let inner = Arc::new(Inner {
+            live: RwLock::new(Arc::new(config.clone())),
             config,
             commit_log,
             queues,
@@ -141,8 +142,21 @@ impl MessageStore {
         Ok(())
     }
 
+    /// The config the store started with (paths, file sizes, flushDiskType: what a restart
+    /// changes); the keys read per use are in [`MessageStore::live_config`].
     pub fn config(&self) -> &StoreConfig {
         &self.inner.config
+    }
+
+    /// The config now, with the changes [`MessageStore::update_live_config`] made.
+    pub fn live_config(&self) -> Arc<StoreConfig> {
+        self.inner.live()
+    }
+
+    /// Takes the settings the store reads per use from `next` ([`StoreConfig::with_live`]);
+    /// the others keep their boot value. Each service sees the change at its next use.
+    pub fn update_live_config(&self, next: &StoreConfig) {
+        self.inner.set_live(next);
     }
 
     /// Waits (at most `max`) until everything appended before the call is dispatched, so that a
@@ -228,7 +242,7 @@ impl MessageStore {
             return PutStatus::PutOk;
         }
         let done = self.inner.group_commit.request(end_offset);
-        match tokio::time::timeout(self.inner.config.sync_flush_timeout, done).await {
+        match tokio::time::timeout(self.inner.live().sync_flush_timeout, done).await {
             Ok(Ok(true)) => PutStatus::PutOk,
             Ok(Ok(false)) | Ok(Err(_)) => PutStatus::ServiceNotAvailable(
                 self.inner.poisoned().unwrap_or_else(|| "the store stopped before the message was flushed".into()),
@@ -246,18 +260,20 @@ impl MessageStore {
         if let Some(why) = inner.poisoned() {
             return Err(PutStatus::ServiceNotAvailable(why));
         }
+        // Read per put (as Java's CommitLog does): UPDATE_BROKER_CONFIG changes them live.
+        let c = inner.live();
         if inner.disk_full.load(Ordering::Acquire) {
             return Err(PutStatus::ServiceNotAvailable(format!(
                 "the broker's disk is full (above diskSpaceWarningLevelRatio {}%); writes resume once space is freed",
-                inner.config.disk_space_warning_level_ratio
+                c.disk_space_warning_level_ratio
             )));
         }
         for m in msgs {
-            if m.body.len() > inner.config.max_message_size {
+            if m.body.len() > c.max_message_size {
                 return Err(PutStatus::MessageIllegal(format!(
                     "message body of {} bytes exceeds maxMessageSize {}",
                     m.body.len(),
-                    inner.config.max_message_size
+                    c.max_message_size
                 )));
             }
             if m.properties.len() > i16::MAX as usize {

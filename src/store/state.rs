@@ -35,7 +35,11 @@ pub enum FlushFault {
 
 /// State shared by the store's threads.
 pub struct Inner {
+    /// The boot config: what the store's files and threads were made with.
     pub(super) config: StoreConfig,
+    /// The config now (boot values plus UPDATE_BROKER_CONFIG's changes to the keys
+    /// [`StoreConfig::with_live`] takes): what the services read per use.
+    pub(super) live: RwLock<Arc<StoreConfig>>,
     pub(super) commit_log: CommitLog,
     pub(super) queues: ConsumeQueueTable,
     pub(super) index: IndexService,
@@ -66,6 +70,16 @@ pub struct Inner {
 }
 
 impl Inner {
+    /// The config now; read it per use (see `live`).
+    pub fn live(&self) -> Arc<StoreConfig> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(super) fn set_live(&self, next: &StoreConfig) {
+        let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
+        *live = Arc::new(live.with_live(next));
+    }
+
     pub fn is_running(&self) -> bool {
         self.running.load(Ordering::Acquire)
     }

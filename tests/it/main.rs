@@ -8,6 +8,7 @@ mod broker;
 mod broker_harness;
 mod compaction;
 mod config_files;
+mod config_live;
 mod crash;
 mod crash_log_start;
 mod docs;

@@ -186,42 +186,47 @@ pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handle
     Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
 
-/// Keys UPDATE_BROKER_CONFIG changes while running; others need a restart.
-const LIVE_KEYS: &[&str] = &["brokerPermission", "autoCreateTopicEnable", "autoCreateSubscriptionGroup"];
-
 /// UPDATE_BROKER_CONFIG (`AdminBrokerProcessor.updateBrokerConfig`): every key is checked (a
 /// black-listed key NO_PERMISSION, as Java; an unknown key or a bad value SYSTEM_ERROR naming
-/// it, where Java ignores it), the live keys take effect at once, and all of them are written
-/// back to the config file, so a restart keeps them and applies the others. Without a config
-/// file a key that needs a restart is refused: the change could never take effect.
+/// it, where Java ignores it), then all of them replace the config GET_BROKER_CONFIG reads, at
+/// once and together (as Java's `Configuration.update` sets every field). The keys the broker
+/// reads per use (`meta::live::LIVE_KEYS`) take effect at once, in the broker and in the store;
+/// the others are said in the remark to need a restart. All are written back to the config
+/// file, so a restart keeps them. Without a config file a key that needs a restart is refused:
+/// the change could never take effect.
 pub async fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let pairs = crate::properties::parse_properties(&req.body);
     if pairs.iter().any(|(k, _)| b.config.is_black_listed(k)) {
         return fail(ResponseCode::NO_PERMISSION, "Can not update config in black list.");
     }
-    let mut next = b.config.clone();
-    let mut restart = Vec::new();
-    for (key, value) in &pairs {
-        if !next.set(key, value).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))? {
-            return fail(ResponseCode::SYSTEM_ERROR, format!("config key '{key}' is not a broker config key"));
-        }
-        if !LIVE_KEYS.contains(&key.as_str()) {
-            if !b.config_file.exists() {
-                return fail(
-                    ResponseCode::SYSTEM_ERROR,
-                    format!("config key '{key}' cannot be changed while the broker runs and there is no config file (-c) to keep it in; edit broker.conf and restart"),
-                );
+    let mut restart: Vec<&str> = Vec::new();
+    let mut permission_changed = false;
+    let updated = b.live.update(|next| {
+        let permission = next.broker_permission;
+        for (key, value) in &pairs {
+            if !next.set(key, value).map_err(|e| e.to_string())? {
+                return Err(format!("config key '{key}' is not a broker config key"));
             }
-            restart.push(key.as_str());
+            if !crate::meta::live::is_live(key) {
+                if !b.config_file.exists() {
+                    return Err(format!("config key '{key}' cannot be changed while the broker runs and there is no config file (-c) to keep it in; edit broker.conf and restart"));
+                }
+                restart.push(key.as_str());
+            }
         }
-    }
-    next.validate().map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e.to_string()))?;
-    if next.broker_permission != b.live.broker_permission() {
+        next.validate().map_err(|e| e.to_string())?;
+        permission_changed = next.broker_permission != permission;
+        Ok(())
+    });
+    let next = match updated {
+        Ok(next) => next,
+        Err(why) => return fail(ResponseCode::SYSTEM_ERROR, why),
+    };
+    if permission_changed {
         b.topics.bump_version();
     }
-    b.live.set_broker_permission(next.broker_permission);
-    b.live.set_auto_create_topic_enable(next.auto_create_topic_enable);
     b.groups.set_auto_create(next.auto_create_subscription_group);
+    b.store.update_live_config(&next.store_config());
     tracing::info!(keys = ?pairs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), "broker config updated");
     b.register_now.notify_one();
     if let Err(e) = b.config_file.record(&pairs).await {
@@ -230,17 +235,16 @@ pub async fn update_broker_config(b: &Arc<BrokerInner>, req: &RemotingCommand) -
     }
     let mut resp = ok(req);
     if !restart.is_empty() {
+        restart.dedup();
         resp.remark = Some(format!("{} written to the config file; takes effect after a restart", restart.join(", ")));
     }
     Ok(Some(resp))
 }
 
+/// GET_BROKER_CONFIG: every key with its current value, updated ones included (as Java reads
+/// its config objects' fields), whether the change took effect yet or waits for a restart.
 pub fn get_broker_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
-    let mut config = b.config.clone();
-    config.broker_permission = b.live.broker_permission();
-    config.auto_create_topic_enable = b.live.auto_create_topic_enable();
-    config.auto_create_subscription_group = b.groups.auto_create();
-    let text = crate::properties::to_properties(&config.entries());
+    let text = crate::properties::to_properties(&b.live.config().entries());
     let mut resp = ok(req).with_body(text);
     resp.ext_fields.insert("version".into(), serde_json::to_string(&b.topics.data_version()).unwrap_or_default());
     Ok(Some(resp))

@@ -204,7 +204,7 @@ pub fn check_client_config(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let (_, sub) =
         check_client_subscription(&req.body).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e))?;
     let Some(sub) = sub.filter(|s| !s.is_tag_type()) else { return Ok(Some(ok(req))) };
-    if !b.config.enable_property_filter {
+    if !b.live.config().enable_property_filter {
         return Err(BrokerError::Code(
             ResponseCode::SYSTEM_ERROR,
             format!("The broker does not support consumer to filter message by {}", sub.expression_type),

@@ -54,7 +54,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     // so PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY at the same offset, as in Java. Java
     // answers at once, so a consumer ahead of a slave whose master is gone spins; ferrocket holds
     // such a pull like one at the end of the queue first.
-    let slave_keeps = b.config.is_slave() && !b.config.offset_check_in_slave;
+    let slave_keeps = b.config.is_slave() && !b.live.config().offset_check_in_slave;
     let code_of = |r: &GetMessageResult| {
         let code = convert::pull_status_code(r.status, h.queue_offset);
         if slave_keeps && code == ResponseCode::PULL_OFFSET_MOVED {
@@ -86,20 +86,19 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         let next = kept_offset(b, &h, &result);
         return Ok(Some(response(req, result, code, next, 0, &b.stats)));
     }
-    let suspend = h.sys_flag & FLAG_SUSPEND != 0 && b.config.long_polling_enable;
+    // Read per pull, as Java does: UPDATE_BROKER_CONFIG changes these live.
+    let live = b.live.config();
+    let suspend = h.sys_flag & FLAG_SUSPEND != 0 && live.long_polling_enable;
     if suspend && holdable(&result) {
         let hold = Duration::from_millis(h.suspend_timeout_millis.unwrap_or(15_000).max(0) as u64).min(MAX_SUSPEND);
         result = long_poll(b, &h, hold, get).await;
-    } else if h.sys_flag & FLAG_SUSPEND != 0
-        && !b.config.long_polling_enable
-        && result.status != GetMessageStatus::Found
-    {
+    } else if h.sys_flag & FLAG_SUSPEND != 0 && !live.long_polling_enable && result.status != GetMessageStatus::Found {
         crate::remoting::park_current_request();
-        tokio::time::sleep(Duration::from_millis(b.config.short_polling_time_mills)).await;
+        tokio::time::sleep(Duration::from_millis(live.short_polling_time_mills)).await;
         result = get();
     }
     // With slaveReadEnable, a consumer reading data no longer in memory is sent to a slave.
-    let suggest = match (b.config.slave_read_enable, result.suggest_pulling_from_slave) {
+    let suggest = match (live.slave_read_enable, result.suggest_pulling_from_slave) {
         (true, true) => group.which_broker_when_consume_slowly,
         (true, false) => group.broker_id,
         _ => 0,
@@ -125,7 +124,7 @@ fn kept_offset(b: &BrokerInner, h: &PullMessageRequestHeader, r: &GetMessageResu
         r.status,
         GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving
     );
-    (b.config.is_slave() && !b.config.offset_check_in_slave && corrected).then_some(h.queue_offset)
+    (b.config.is_slave() && !b.live.config().offset_check_in_slave && corrected).then_some(h.queue_offset)
 }
 
 /// Waits for a matching message on the queue, or for `hold` to pass; then reads again
@@ -277,7 +276,7 @@ async fn check(
             )
         }
     };
-    if !b.config.enable_property_filter {
+    if !b.live.config().enable_property_filter {
         return fail(ResponseCode::SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92");
     }
     Ok((PullFilter { sub, sql: Some(sql) }, group))

@@ -14,7 +14,7 @@ use crate::protocol::{RemotingCommand, ResponseCode};
 pub fn query_message(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = QueryMessageRequestHeader::decode(&req.ext_fields)?;
     let unique = req.ext_fields.get("_UNIQUE_KEY_QUERY").is_some_and(|v| v == "true");
-    let max = if unique { b.config.default_query_max_num } else { h.max_num.max(1) as usize };
+    let max = if unique { b.live.config().default_query_max_num } else { h.max_num.max(1) as usize };
     let r = b.store.query_message(&h.topic, &h.key, max, h.begin_timestamp, h.end_timestamp);
     if r.messages.is_empty() {
         return fail(ResponseCode::QUERY_NOT_FOUND, "can not find message, maybe time range not correct");

@@ -78,7 +78,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         message::property_value(&properties, property::DELAY).is_some_and(|d| d.parse::<i32>().is_ok_and(|l| l > 0));
     let transactional = message::property_value(&properties, property::TRAN_MSG).is_some_and(parse_boolean)
         && !(reconsume_times > 0 && delayed);
-    if transactional && b.config.reject_transaction_message {
+    if transactional && b.live.config().reject_transaction_message {
         return fail(
             ResponseCode::NO_PERMISSION,
             format!("the broker[{}] sending transaction message is forbidden", b.config.broker_ip1),
@@ -120,7 +120,7 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     let how = Durability {
         wait_flush: wait,
         replicas: Replicas::After,
-        replica_timeout: Duration::from_millis(b.config.slave_timeout),
+        replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
         deferred: !req.is_oneway(),
     };
     // Counted under the topic the producer named (a retry or DLQ topic is not counted).
@@ -175,7 +175,7 @@ pub(super) async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<
     let how = Durability {
         wait_flush: false,
         replicas: Replicas::After,
-        replica_timeout: Duration::from_millis(b.config.slave_timeout),
+        replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
         deferred: false,
     };
     let r = b.wait_durable(end_offset, how).await?;

@@ -116,7 +116,7 @@ fn past_immunity(b: &BrokerInner, half: &StoredMessage) -> bool {
     let Some(v) = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS) else {
         return false;
     };
-    let timeout = b.config.transaction_time_out;
+    let timeout = b.live.config().transaction_time_out;
     let immunity = v.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000).max(timeout));
     crate::store::now_ms() - half.born_timestamp > immunity
 }

@@ -43,9 +43,11 @@ const ROUND_LIMIT: Duration = Duration::from_secs(60);
 
 /// Checks every `transactionCheckInterval` until `shutdown`.
 pub async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
-    let interval = Duration::from_millis(inner.config.transaction_check_interval.max(100));
     let mut immune = ImmuneCopies::default();
     loop {
+        // Read every round, as Java's TransactionalMessageCheckService does: UPDATE_BROKER_CONFIG
+        // changes it live.
+        let interval = Duration::from_millis(inner.live.config().transaction_check_interval.max(100));
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(interval) => {},
@@ -209,23 +211,23 @@ fn decide(inner: &BrokerInner, half: &StoredMessage) -> Decision {
     let times: i32 = message::property_value(&half.properties, property::TRANSACTION_CHECK_TIMES)
         .and_then(|t| t.parse().ok())
         .unwrap_or(0);
-    if times >= inner.config.transaction_check_max {
+    let c = inner.live.config();
+    if times >= c.transaction_check_max {
         return Decision::Discard("checked transactionCheckMax times");
     }
     let now = crate::store::now_ms();
     let age = now - half.born_timestamp;
-    if age > inner.config.file_reserved_time as i64 * 3_600_000 {
+    if age > c.file_reserved_time as i64 * 3_600_000 {
         return Decision::Discard("older than fileReservedTime");
     }
-    let timeout = inner.config.transaction_time_out;
+    let timeout = c.transaction_time_out;
     let Some(immunity) = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS) else {
         return match (0..timeout).contains(&age) {
             true => Decision::Wait,
             false => Decision::Check(times + 1),
         };
     };
-    let cap = i64::from(inner.config.transaction_check_max.max(0))
-        .saturating_mul(inner.config.transaction_check_interval.max(100) as i64);
+    let cap = i64::from(c.transaction_check_max.max(0)).saturating_mul(c.transaction_check_interval.max(100) as i64);
     let immunity = immunity.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000)).min(cap);
     // A born time in the future (age < 0) is checked, never kept immune for ever.
     match (0..immunity).contains(&age) {

@@ -28,7 +28,7 @@ use super::policy::CompactionPolicy;
 
 /// The background round.
 pub fn run(inner: &Inner) {
-    while inner.sleep_while_running(inner.config.compaction_interval) {
+    while inner.sleep_while_running(inner.live().compaction_interval) {
         for cq in inner.queues.all() {
             let Some(policy) = policy(inner, cq.topic()) else { continue };
             if let Err(e) = compact_queue(inner, &cq, &policy, now_ms(), false) {
@@ -43,7 +43,7 @@ pub fn run(inner: &Inner) {
 
 /// The topic's policy, if compaction is enabled and the topic is compacted.
 pub fn policy(inner: &Inner, topic: &str) -> Option<CompactionPolicy> {
-    inner.config.enable_compaction.then(|| inner.compaction.policy(topic)).flatten()
+    inner.live().enable_compaction.then(|| inner.compaction.policy(topic)).flatten()
 }
 
 /// Compacts `cq` up to its current end: when `force`, whatever the dirty ratio (and even with
@@ -70,7 +70,7 @@ pub fn compact_queue(
     drop(g);
     let started = Instant::now();
     let limits = PassLimits {
-        max_keys: (inner.config.max_offset_map_size / MAP_SLOT_BYTES).max(1),
+        max_keys: (inner.live().max_offset_map_size / MAP_SLOT_BYTES).max(1),
         crash_before_install: false,
     };
     let mut stats = CompactionStats::default();
