@@ -12,7 +12,7 @@ use crate::broker::BrokerInner;
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::{TopicConfig, TopicFilterType};
 use crate::protocol::body::register::TopicConfigSerializeWrapper;
-use crate::protocol::body::{json, to_vec, KvTable};
+use crate::protocol::body::{json, to_vec};
 use crate::protocol::header::broker::{CreateTopicRequestHeader, TopicHeader};
 use crate::protocol::header::{command_header, CommandHeader};
 use crate::protocol::{RemotingCommand, ResponseCode};
@@ -147,43 +147,6 @@ pub async fn delete_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingComman
     b.groups.delete(&h.group_name);
     b.persist_groups().await;
     Ok(Some(ok(req)))
-}
-
-pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
-    let store = &b.store;
-    let mut t = BTreeMap::new();
-    let mut put = |k: &str, v: String| {
-        t.insert(k.to_owned(), v);
-    };
-    put("brokerVersionDesc", "V5_3_3".into());
-    put("brokerVersion", crate::protocol::command::CURRENT_VERSION.to_string());
-    put("brokerActive", "true".into());
-    put("commitLogMinOffset", store.commit_log_min_offset().to_string());
-    put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
-    put("dispatchBehindBytes", store.commit_log_max_offset().saturating_sub(store.dispatched_offset()).to_string());
-    let (put_total, get_total) = (b.stats.put_total(), b.stats.get_total());
-    put("msgPutTotalTodayNow", put_total.to_string());
-    put("msgGetTotalTodayNow", get_total.to_string());
-    put("putTps", b.stats.put_tps());
-    put("getTransferredTps", b.stats.get_tps());
-    for k in [
-        "msgPutTotalYesterdayMorning",
-        "msgPutTotalTodayMorning",
-        "msgGetTotalYesterdayMorning",
-        "msgGetTotalTodayMorning",
-        "sendThreadPoolQueueSize",
-        "pullThreadPoolQueueSize",
-        "pageCacheLockTimeMills",
-    ] {
-        put(k, "0".into());
-    }
-    put("commitLogDiskRatio", "0.0".into());
-    let timer_max = store.max_offset_in_queue(crate::broker::timer::TIMER_TOPIC, 0);
-    if let Some((read_behind, offset_behind)) = b.timer.behind(timer_max) {
-        put("timerReadBehind", read_behind.to_string());
-        put("timerOffsetBehind", offset_behind.to_string());
-    }
-    Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
 
 /// Keys UPDATE_BROKER_CONFIG changes while running; others need a restart.
