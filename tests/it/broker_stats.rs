@@ -72,6 +72,16 @@ async fn sends_and_pulls_show_in_the_stats_mqadmin_reads() {
     assert!(number_after(&r.body, "consumeTps") > 0.0, "{}", String::from_utf8_lossy(&r.body));
     let other = request(RequestCode::GET_CONSUME_STATS, &[("consumerGroup", "IDLE"), ("topic", "ST")]);
     assert_eq!(number_after(&call_addr(&c, &b.addr, other).await.body, "consumeTps"), 0.0);
+
+    // A deleted group, then a deleted topic, is forgotten (`onGroupDeleted`, `onTopicDeleted`).
+    let delete_group = request(RequestCode::DELETE_SUBSCRIPTIONGROUP, &[("groupName", "CG")]);
+    assert_eq!(call_addr(&c, &b.addr, delete_group).await.response_code(), ResponseCode::SUCCESS);
+    let r = call_addr(&c, &b.addr, view("GROUP_GET_NUMS", "ST@CG")).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    let delete_topic = request(RequestCode::DELETE_TOPIC_IN_BROKER, &[("topic", "ST")]);
+    assert_eq!(call_addr(&c, &b.addr, delete_topic).await.response_code(), ResponseCode::SUCCESS);
+    let r = call_addr(&c, &b.addr, view("TOPIC_PUT_NUMS", "ST")).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
     b.stop().await;
 }
 

@@ -100,6 +100,7 @@ pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand)
         return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
     }
     b.topics.delete(&h.topic);
+    b.stats.topic_deleted(&h.topic);
     b.offsets.remove_topic(&h.topic);
     let store = b.store.clone();
     let topics = vec![h.topic.clone()];
@@ -145,6 +146,7 @@ pub fn get_all_subscriptiongroup_config(b: &BrokerInner, req: &RemotingCommand) 
 pub async fn delete_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = DeleteSubscriptionGroupRequestHeader::decode(&req.ext_fields)?;
     b.groups.delete(&h.group_name);
+    b.stats.group_deleted(&h.group_name);
     b.persist_groups().await;
     Ok(Some(ok(req)))
 }
