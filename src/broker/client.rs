@@ -247,4 +247,9 @@ impl ProducerManager {
     pub fn channels(&self, group: &str) -> Vec<ClientChannel> {
         self.groups().get(group).map(|g| g.values().cloned().collect()).unwrap_or_default()
     }
+
+    /// Every group with its connections (GET_ALL_PRODUCER_INFO).
+    pub fn table(&self) -> Vec<(String, Vec<ClientChannel>)> {
+        self.groups().iter().map(|(g, c)| (g.clone(), c.values().cloned().collect())).collect()
+    }
 }

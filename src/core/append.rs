@@ -191,6 +191,7 @@ impl Core {
     pub async fn append(&self, msgs: &[MessageToStore], how: Durability, t: Traffic<'_>) -> Result<Appended, Refusal> {
         self.check_replicas(how)?;
         let needed = self.replicas_needed(how.replicas);
+        let started = std::time::Instant::now();
         let put = if how.deferred && needed.is_none() {
             self.store.put_messages_deferred(msgs, how.wait_flush).await
         } else {
@@ -198,9 +199,11 @@ impl Core {
         };
         let refusal = Outcome::of_put(&put.status);
         let Some(result) = put.append else {
+            self.stats.put_failed();
             return Err(refusal.unwrap_or_else(|| Refusal::new(Outcome::StoreFailed, "stored nothing")));
         };
-        self.count_in(&result, t);
+        let queue_id = msgs.first().map_or(0, |m| m.queue_id);
+        self.count_in(&result, t, queue_id, started.elapsed().as_millis() as u64);
         let shortfall = match refusal {
             Some(r) => Some(r),
             None if how.wait_flush => self.wait_replicas(result.end_offset, how).await,
@@ -249,15 +252,15 @@ impl Core {
         }
     }
 
-    fn count_in(&self, r: &AppendResult, t: Traffic<'_>) {
+    fn count_in(&self, r: &AppendResult, t: Traffic<'_>, queue_id: i32, elapsed_ms: u64) {
         let count = r.offsets.len() as u64;
-        self.stats.add_put(count);
+        let bytes = r.wrote_bytes as u64;
+        let system = self.is_system_topic(t.topic);
+        self.stats.put(t.topic, queue_id, count, bytes, elapsed_ms, system);
         if crate::model::group::is_retry_or_dlq_topic(t.topic) {
             return;
         }
         if let Some(node) = self.metrics.as_deref() {
-            let system = self.is_system_topic(t.topic);
-            let bytes = r.wrote_bytes as u64;
             crate::telemetry::messages_in(node, t.protocol, t.topic, t.kind, system, count, bytes);
         }
     }

@@ -117,6 +117,7 @@ impl Core {
         p.txn.set_end_listener(Box::new(move |topic, queue_id| hold.message_arrived(topic, queue_id)));
         let txn = Arc::new(p.txn);
         compaction::attach(&p.store, &topics, &txn);
+        let stats = stats::BrokerStats::new(&p.config.broker_cluster_name, stats::now_ms());
         Self {
             live: Arc::new(LiveConfig::new(&p.config)),
             config: p.config,
@@ -127,7 +128,7 @@ impl Core {
             hold: p.hold,
             ha_service: p.ha_service,
             metrics: p.metrics,
-            stats: stats::BrokerStats::default(),
+            stats,
             send_permits: Semaphore::new(APPEND_PERMITS),
             store_host: p.store_host,
             closing: CancellationToken::new(),

@@ -6,6 +6,7 @@ mod bad_input;
 mod bench;
 mod broker;
 mod broker_harness;
+mod broker_stats;
 mod compaction;
 mod config_files;
 mod config_live;

@@ -12,7 +12,7 @@ use crate::broker::BrokerInner;
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::{TopicConfig, TopicFilterType};
 use crate::protocol::body::register::TopicConfigSerializeWrapper;
-use crate::protocol::body::{json, to_vec, KvTable};
+use crate::protocol::body::{json, to_vec};
 use crate::protocol::header::broker::{CreateTopicRequestHeader, TopicHeader};
 use crate::protocol::header::{command_header, CommandHeader};
 use crate::protocol::{RemotingCommand, ResponseCode};
@@ -100,6 +100,7 @@ pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand)
         return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
     }
     b.topics.delete(&h.topic);
+    b.stats.topic_deleted(&h.topic);
     b.offsets.remove_topic(&h.topic);
     let store = b.store.clone();
     let topics = vec![h.topic.clone()];
@@ -145,45 +146,9 @@ pub fn get_all_subscriptiongroup_config(b: &BrokerInner, req: &RemotingCommand) 
 pub async fn delete_subscriptiongroup(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = DeleteSubscriptionGroupRequestHeader::decode(&req.ext_fields)?;
     b.groups.delete(&h.group_name);
+    b.stats.group_deleted(&h.group_name);
     b.persist_groups().await;
     Ok(Some(ok(req)))
-}
-
-pub fn get_broker_runtime_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
-    let store = &b.store;
-    let mut t = BTreeMap::new();
-    let mut put = |k: &str, v: String| {
-        t.insert(k.to_owned(), v);
-    };
-    put("brokerVersionDesc", "V5_3_3".into());
-    put("brokerVersion", crate::protocol::command::CURRENT_VERSION.to_string());
-    put("brokerActive", "true".into());
-    put("commitLogMinOffset", store.commit_log_min_offset().to_string());
-    put("commitLogMaxOffset", store.commit_log_max_offset().to_string());
-    put("dispatchBehindBytes", store.commit_log_max_offset().saturating_sub(store.dispatched_offset()).to_string());
-    let (put_total, get_total) = (b.stats.put_total(), b.stats.get_total());
-    put("msgPutTotalTodayNow", put_total.to_string());
-    put("msgGetTotalTodayNow", get_total.to_string());
-    put("putTps", b.stats.put_tps());
-    put("getTransferredTps", b.stats.get_tps());
-    for k in [
-        "msgPutTotalYesterdayMorning",
-        "msgPutTotalTodayMorning",
-        "msgGetTotalYesterdayMorning",
-        "msgGetTotalTodayMorning",
-        "sendThreadPoolQueueSize",
-        "pullThreadPoolQueueSize",
-        "pageCacheLockTimeMills",
-    ] {
-        put(k, "0".into());
-    }
-    put("commitLogDiskRatio", "0.0".into());
-    let timer_max = store.max_offset_in_queue(crate::broker::timer::TIMER_TOPIC, 0);
-    if let Some((read_behind, offset_behind)) = b.timer.behind(timer_max) {
-        put("timerReadBehind", read_behind.to_string());
-        put("timerOffsetBehind", offset_behind.to_string());
-    }
-    Ok(Some(ok(req).with_body(to_vec(&KvTable { table: t }))))
 }
 
 /// UPDATE_BROKER_CONFIG (`AdminBrokerProcessor.updateBrokerConfig`): every key is checked (a

@@ -8,10 +8,12 @@
 
 mod acl_admin;
 mod admin;
+mod broker_stats;
 mod consumer;
 mod pull;
 mod query;
 mod retry;
+mod runtime_info;
 mod send;
 mod stats;
 mod sub_refresh;
@@ -130,7 +132,10 @@ impl BrokerProcessor {
             RequestCode::CLONE_GROUP_OFFSET => stats::clone_group_offset(b, req),
             RequestCode::GET_CONSUMER_RUNNING_INFO => stats::get_consumer_running_info(b, req).await,
             RequestCode(223) => stats::invoke_broker_to_get_consumer_status(b, req).await,
-            RequestCode::GET_BROKER_RUNTIME_INFO => admin::get_broker_runtime_info(b, req),
+            RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::get_broker_runtime_info(b, req),
+            RequestCode(315) => broker_stats::view_broker_stats_data(b, req),
+            RequestCode(317) => broker_stats::get_broker_consume_stats(b, req),
+            RequestCode(328) => broker_stats::get_all_producer_info(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
             RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl_admin::update_and_create_acl_config(b, req).await,

@@ -48,7 +48,9 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     // Committed records only: never past a Kafka transaction still open, never a marker or an
     // aborted record (the core's committed read; a queue without transactions reads as ever).
     let get = || b.get_committed(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, &filter);
+    let started = std::time::Instant::now();
     let mut result = get();
+    b.stats.store.get_elapsed(started.elapsed().as_millis() as u64);
     // A slave (without offsetCheckInSlave) never moves a consumer's offset (Java's
     // nextOffsetCorrection): what it lacks may be data the master had and it has not received,
     // so PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY at the same offset, as in Java. Java
@@ -84,7 +86,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
             ResponseCode::PULL_RETRY_IMMEDIATELY
         };
         let next = kept_offset(b, &h, &result);
-        return Ok(Some(response(req, result, code, next, 0, &b.stats)));
+        return Ok(Some(response(req, result, code, next, 0, (b.as_ref(), &h))));
     }
     // Read per pull, as Java does: UPDATE_BROKER_CONFIG changes these live.
     let live = b.live.config();
@@ -114,7 +116,7 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         b.offsets.record_pull(&h.consumer_group, &h.topic, h.queue_id, result.next_begin_offset);
     }
     let next = kept_offset(b, &h, &result);
-    Ok(Some(response(req, result, code, next, suggest, &b.stats)))
+    Ok(Some(response(req, result, code, next, suggest, (b.as_ref(), &h))))
 }
 
 /// Java's `nextOffsetCorrection` on a slave without `offsetCheckInSlave`: statuses that would
@@ -159,7 +161,7 @@ fn response(
     code: ResponseCode,
     next_override: Option<i64>,
     suggest: i64,
-    stats: &crate::core::stats::BrokerStats,
+    (b, h): (&BrokerInner, &PullMessageRequestHeader),
 ) -> RemotingCommand {
     let mut resp = RemotingCommand::response_to(req, code).with_remark(convert::status_name(r.status));
     let next = next_override.unwrap_or(match r.status {
@@ -175,8 +177,10 @@ fn response(
         group_sys_flag: None,
     }
     .encode(&mut resp.ext_fields);
+    let count = if code == ResponseCode::SUCCESS { r.messages.len() as u64 } else { 0 };
+    let system = b.is_system_topic(&h.topic);
+    b.stats.pulled(&h.consumer_group, &h.topic, count, r.buffer_total_size as u64, system);
     if code == ResponseCode::SUCCESS {
-        stats.add_got(r.messages.len() as u64);
         // The stored records themselves, straight from the mapped CommitLog.
         resp.body_parts = r.messages.into_iter().map(|m| m.into_bytes()).collect();
     }

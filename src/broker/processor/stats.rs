@@ -53,8 +53,11 @@ pub fn get_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Handled {
         (None, None) => b.offsets.topics_of_group(&h.consumer_group).into_iter().collect(),
     };
     let mut table = BTreeMap::new();
+    let mut consume_tps = 0.0;
     for topic in &topics {
         let Some(tc) = b.topics.get(topic) else { continue };
+        // `tpsGroupGetNums`: what the group read from the topic over the last minute.
+        consume_tps += b.stats.group_get_tps(&h.consumer_group, topic);
         for q in 0..tc.read_queue_nums {
             let broker_offset = b.store.max_offset_in_queue(topic, q);
             let consumer_offset = b.offsets.query(&h.consumer_group, topic, q).max(0);
@@ -68,7 +71,8 @@ pub fn get_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Handled {
             table.insert(mq(b, topic, q), json(&v));
         }
     }
-    Ok(Some(ok(req).with_body(mq_keyed("offsetTable", &table, &[("consumeTps", "0.0".into())]))))
+    let tps = crate::core::stats::format::java_double(consume_tps);
+    Ok(Some(ok(req).with_body(mq_keyed("offsetTable", &table, &[("consumeTps", tps)]))))
 }
 
 fn connections(channels: impl Iterator<Item = crate::broker::client::ClientChannel>) -> Vec<ConnectionInfo> {

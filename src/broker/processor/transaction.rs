@@ -71,6 +71,8 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
         let Some(mut msg) = committed(&half) else {
             return fail(ResponseCode::SYSTEM_ERROR, "the half message has no REAL_TOPIC or REAL_QID");
         };
+        // Counted under its real topic (Java's EndTransactionProcessor: incTopicPutNums).
+        let (put_topic, put_queue) = (msg.topic.clone(), msg.queue_id);
         // The store's put hook in Java: a committed timer or delayed message waits its time.
         if let Err((code, remark)) = b.timer.divert(&mut msg) {
             return fail(code, remark);
@@ -83,6 +85,10 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
                 let (code, remark) = super::super::convert::put_status_code(&put.status);
                 return fail(code, remark.unwrap_or_default());
             }
+        }
+        if let Some(a) = &put.append {
+            let system = b.is_system_topic(&put_topic);
+            b.stats.put(&put_topic, put_queue, 1, a.wrote_bytes as u64, 0, system);
         }
         // SYNC_MASTER: the committed message is on a slave before the op record says done. If
         // the slaves did not get it, the producer is told, and the half message stays for the

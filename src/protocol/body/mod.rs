@@ -9,6 +9,7 @@ pub use crate::model::json;
 pub mod message;
 pub mod register;
 pub mod route;
+pub mod stats;
 
 use std::collections::BTreeMap;
 
