@@ -65,6 +65,7 @@ pub mod error {
     pub const GROUP_AUTHORIZATION_FAILED: i16 = E::GroupAuthorizationFailed.code();
     pub const GROUP_ID_NOT_FOUND: i16 = E::GroupIdNotFound.code();
     pub const GROUP_MAX_SIZE_REACHED: i16 = E::GroupMaxSizeReached.code();
+    pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = E::GroupSubscribedToTopic.code();
     pub const ILLEGAL_GENERATION: i16 = E::IllegalGeneration.code();
     pub const ILLEGAL_SASL_STATE: i16 = E::IllegalSaslState.code();
     pub const INCONSISTENT_GROUP_PROTOCOL: i16 = E::InconsistentGroupProtocol.code();
@@ -74,6 +75,7 @@ pub mod error {
     pub const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
     pub const INVALID_RECORD: i16 = E::InvalidRecord.code();
     pub const INVALID_REPLICATION_FACTOR: i16 = E::InvalidReplicationFactor.code();
+    pub const INVALID_REPLICA_ASSIGNMENT: i16 = E::InvalidReplicaAssignment.code();
     pub const INVALID_REQUEST: i16 = E::InvalidRequest.code();
     pub const INVALID_REQUIRED_ACKS: i16 = E::InvalidRequiredAcks.code();
     pub const INVALID_SESSION_TIMEOUT: i16 = E::InvalidSessionTimeout.code();

@@ -18,12 +18,14 @@
 //! ListGroups                              lists only the groups with SUB
 //! CreateTopics, DeleteTopics              admin (CLUSTER_AUTHORIZATION_FAILED)
 //! DeleteGroups                            admin (GROUP_AUTHORIZATION_FAILED per group)
-//! DescribeConfigs                         topic PUB or SUB; broker resources admin
+//! DescribeConfigs                         topic PUB or SUB; group SUB; broker resources admin
 //! DeleteRecords                           topic PUB and SUB (Kafka's DELETE: the account that
 //!                                         writes and reads it, as a Streams app its repartition topics)
 //! AlterConfigs, IncrementalAlterConfigs   admin (TOPIC_/CLUSTER_AUTHORIZATION_FAILED per resource)
 //! InitProducerId, DescribeCluster         any authenticated account
 //! transactions                            authz_txn.rs (topic PUB, group SUB, admin to list)
+//! CreatePartitions, DescribeLogDirs,
+//! OffsetDelete, DescribeTopicPartitions   authz_admin.rs (admin; DescribeTopicPartitions as Metadata)
 //! any other API                           admin, else the connection is closed
 //! ```
 
@@ -59,7 +61,10 @@ pub fn gate(k: &Kafka, who: &Authority, user: &str, req: &Request, body: &mut Re
         RequestKind::InitProducerId(_) | RequestKind::DescribeCluster(_) => Gate::Pass,
         other => match super::authz_txn::gate(who, req, other, &log) {
             Some(gate) => gate,
-            None => super::authz_groups::gate(who, req, other, &log),
+            None => match super::authz_admin::gate(who, req, other, &log) {
+                Some(gate) => gate,
+                None => super::authz_groups::gate(who, req, other, &log),
+            },
         },
     }
 }

@@ -21,6 +21,7 @@ use crate::acl::perm::{ANY, SUB};
 
 /// DescribeConfigs resource types (Kafka's `ConfigResource.Type`).
 const TOPIC_RESOURCE: i8 = 2;
+const GROUP_RESOURCE: i8 = 32;
 
 pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn(&str, &str)) -> Gate {
     let group = |g: &str| -> Option<String> { who.group(g, SUB).err().inspect(|why| log(g, why)) };
@@ -100,6 +101,7 @@ pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn
         RequestKind::DescribeConfigs(r) => {
             let allowed = |res: &describe_configs_request::DescribeConfigsResource| match res.resource_type {
                 TOPIC_RESOURCE => who.topic(&res.resource_name, ANY),
+                GROUP_RESOURCE => who.group(&res.resource_name, SUB),
                 _ => who.admin(),
             };
             let (ok, no): (Vec<_>, Vec<_>) =
@@ -112,6 +114,9 @@ pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn
                 let (code, why) = match res.resource_type {
                     TOPIC_RESOURCE => {
                         (error::TOPIC_AUTHORIZATION_FAILED, "Not authorized to describe the topic's configs")
+                    }
+                    GROUP_RESOURCE => {
+                        (error::GROUP_AUTHORIZATION_FAILED, "Not authorized to describe the group's configs")
                     }
                     _ => (error::CLUSTER_AUTHORIZATION_FAILED, "Describing broker configs needs an admin account"),
                 };
@@ -159,6 +164,7 @@ pub fn gate(who: &Authority, req: &Request, body: &mut RequestKind, log: &dyn Fn
 fn refused_alter(resource_type: i8) -> (i16, &'static str) {
     match resource_type {
         TOPIC_RESOURCE => (error::TOPIC_AUTHORIZATION_FAILED, "Altering topic configs needs an admin account"),
+        GROUP_RESOURCE => (error::GROUP_AUTHORIZATION_FAILED, "Altering group configs needs an admin account"),
         _ => (error::CLUSTER_AUTHORIZATION_FAILED, "Altering configs needs an admin account"),
     }
 }

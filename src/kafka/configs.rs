@@ -1,7 +1,7 @@
 //! DescribeConfigs v1-4, AlterConfigs v0-2 and IncrementalAlterConfigs v0-1. Topic configs are
 //! the topic's attributes (`topic_configs.rs` says which keys and how they are kept); broker
 //! configs are read from the broker's settings and are not altered over the wire (they come
-//! from broker.conf).
+//! from broker.conf); group configs (`group_configs.rs`) are described with Kafka's defaults.
 //!
 //! May import: `super::api`, `super::names`, `super::topic_configs`, `super::refusals`, the
 //! Kafka codec, `crate::core` (through [`Kafka`]).
@@ -14,6 +14,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::*;
 
 use super::api::{error, reply, Refusal, Reply, Request};
+use super::group_configs::{self, GROUP};
 use super::metadata::s;
 use super::topic_configs::{self as tc, BROKER, DEFAULT_CONFIG, TOPIC};
 use super::{names, refusals, Kafka};
@@ -39,6 +40,13 @@ pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> 
                 tc::describe(c, &topic.attributes)
             }
             BROKER => broker_entries(k),
+            GROUP => {
+                if let Err((code, why)) = names::check_group(&res.resource_name) {
+                    results.push(out.with_error_code(code).with_error_message(Some(s(why))));
+                    continue;
+                }
+                group_configs::describe()
+            }
             other => {
                 let why = format!("resource type {other} is not described here");
                 refusals::warn(k, req, &why);
@@ -61,7 +69,9 @@ pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> 
                     if d.source != DEFAULT_CONFIG {
                         synonyms.push(synonym(d.name, &d.value, d.source));
                     }
-                    synonyms.push(synonym(d.synonym.0, &d.synonym.1, DEFAULT_CONFIG));
+                    if !d.synonym.0.is_empty() {
+                        synonyms.push(synonym(d.synonym.0, &d.synonym.1, DEFAULT_CONFIG));
+                    }
                     e = e.with_synonyms(synonyms);
                 }
                 if req.version >= 3 {
@@ -118,7 +128,7 @@ async fn alter(k: &Kafka, req: &Request, a: Alteration, validate_only: bool) -> 
         return Err(refuse((
             error::INVALID_REQUEST,
             format!(
-                "resource type {}: only topic configs can be altered here (broker configs come from broker.conf)",
+                "resource type {}: only topic configs can be altered here (broker configs come from broker.conf; group configs tune the KIP-848 protocols, not served)",
                 a.resource_type
             ),
         )));

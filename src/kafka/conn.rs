@@ -29,7 +29,8 @@ use super::api::{reply, Reply, Request};
 use super::authz::{self, Gate};
 use super::sasl::{self, Session};
 use super::{
-    configs, delete_records, fetch, groups, metadata, offsets, produce, refusals, txn, txn_admin, versions, Kafka,
+    configs, create_partitions, delete_records, describe_topic_partitions, fetch, groups, log_dirs, metadata,
+    offset_delete, offsets, produce, refusals, txn, txn_admin, versions, Kafka,
 };
 
 /// Kafka's `socket.request.max.bytes`.
@@ -229,6 +230,10 @@ async fn dispatch(k: &Arc<Kafka>, req: &Request, decoded: RequestKind) -> Reply 
         RequestKind::IncrementalAlterConfigs(r) => configs::incremental_alter_configs(k, req, r).await,
         RequestKind::DeleteRecords(r) => delete_records::handle(k, req, r).await,
         RequestKind::DescribeCluster(r) => metadata::describe_cluster(k, req, r),
+        RequestKind::CreatePartitions(r) => create_partitions::handle(k, req, r).await,
+        RequestKind::DescribeTopicPartitions(r) => describe_topic_partitions::handle(k, req, r),
+        RequestKind::DescribeLogDirs(r) => log_dirs::handle(k, req, r).await,
+        RequestKind::OffsetDelete(r) => offset_delete::handle(k, req, r).await,
         RequestKind::InitProducerId(r) => txn::init_producer_id(k, req, r).await,
         RequestKind::AddPartitionsToTxn(r) => txn::add_partitions(k, req, r).await,
         RequestKind::AddOffsetsToTxn(r) => txn::add_offsets(k, req, r).await,

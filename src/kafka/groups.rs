@@ -205,6 +205,9 @@ pub fn leave(k: &Arc<Kafka>, req: &Request, r: LeaveGroupRequest) -> Reply {
     reply(req, &resp)
 }
 
+/// Kafka's `Group.GroupType` name of the groups this coordinator runs (ListGroups v5).
+const CLASSIC: &str = "classic";
+
 pub fn list_groups(k: &Arc<Kafka>, req: &Request, r: ListGroupsRequest) -> Reply {
     let mut listed = k.coordinator.list_groups();
     // Groups known only by their committed offsets ("simple" groups, or whose record went idle):
@@ -214,16 +217,22 @@ pub fn list_groups(k: &Arc<Kafka>, req: &Request, r: ListGroupsRequest) -> Reply
             listed.insert(at, group::GroupListing { group_id: g, protocol_type: String::new(), state: "Empty" });
         }
     }
+    // v5 (KIP-848): every group here is a classic one; a types filter without "classic" lists none.
+    let classic = r.types_filter.is_empty() || r.types_filter.iter().any(|t| t.eq_ignore_ascii_case(CLASSIC));
     let groups = listed
         .into_iter()
+        .filter(|_| classic)
         .filter(|g| r.states_filter.is_empty() || r.states_filter.iter().any(|f| f.eq_ignore_ascii_case(g.state)))
         .map(|g| {
-            let l = ListedGroup::default().with_group_id(GroupId(s(g.group_id))).with_protocol_type(s(g.protocol_type));
+            let mut l =
+                ListedGroup::default().with_group_id(GroupId(s(g.group_id))).with_protocol_type(s(g.protocol_type));
             if req.version >= 4 {
-                l.with_group_state(s(g.state))
-            } else {
-                l
+                l = l.with_group_state(s(g.state));
             }
+            if req.version >= 5 {
+                l = l.with_group_type(s(CLASSIC));
+            }
+            l
         })
         .collect();
     reply(req, &ListGroupsResponse::default().with_groups(groups))

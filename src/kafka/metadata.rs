@@ -105,7 +105,7 @@ pub async fn metadata(k: &Arc<Kafka>, req: &Request, r: MetadataRequest) -> Repl
     }
     let mut resp = MetadataResponse::default()
         .with_brokers(vec![broker(k)])
-        .with_cluster_id(Some(s(sh.config.broker_cluster_name.clone())))
+        .with_cluster_id(Some(s(k.cluster_id.clone())))
         .with_controller_id(BrokerId(k.node_id))
         .with_topics(topics);
     if (8..=10).contains(&req.version) {
@@ -223,7 +223,7 @@ pub fn describe_cluster(k: &Kafka, req: &Request, _r: DescribeClusterRequest) ->
         .with_host(s(k.advertised.0.clone()))
         .with_port(k.advertised.1);
     let resp = DescribeClusterResponse::default()
-        .with_cluster_id(s(k.shared.config.broker_cluster_name.clone()))
+        .with_cluster_id(s(k.cluster_id.clone()))
         .with_controller_id(BrokerId(k.node_id))
         .with_brokers(vec![b])
         .with_cluster_authorized_operations(i32::MIN);

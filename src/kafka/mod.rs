@@ -19,8 +19,13 @@
 //!                     |-- fetch.rs      store -> mapping.rs -> v2 batches; long poll on meta::hold
 //!                     |-- metadata.rs   Metadata, topics, cluster
 //!                     |-- configs.rs    Describe/Alter/IncrementalAlterConfigs (topic_configs.rs:
-//!                     |                 the keys, kept in the topic's attributes)
+//!                     |                 the keys, kept in the topic's attributes; topic_configs_fixed.rs
+//!                     |                 the ones described at their one value; group_configs.rs)
 //!                     |-- delete_records.rs  DeleteRecords: moves the store's log start offset
+//!                     |-- create_partitions.rs  CreatePartitions: grows a topic's queues
+//!                     |-- describe_topic_partitions.rs  DescribeTopicPartitions (paged Metadata)
+//!                     |-- log_dirs.rs   DescribeLogDirs: the CommitLog's directory, queue sizes
+//!                     |-- offset_delete.rs  OffsetDelete: forgets some of a group's offsets
 //!                     |-- groups.rs     FindCoordinator, group/ coordinator, Describe/DeleteGroups
 //!                     |-- offsets.rs    OffsetCommit, OffsetFetch (RocketMQ consumer offsets)
 //!                     |-- producer_ids.rs  InitProducerId, idempotent sequences (expiring)
@@ -36,26 +41,34 @@
 //! every topic or group a request names passes names.rs first (Kafka's rules, RocketMQ's
 //! system topics and groups refused)
 //! ```
+//! cluster_id.rs: the Kafka cluster id, kept in `config/kafkaClusterId`
 //! Partition = queue, Kafka offset = queue offset, committed offsets = RocketMQ consumer offsets.
 
 pub mod api;
 mod authz;
+mod authz_admin;
 mod authz_gate;
 mod authz_groups;
 mod authz_txn;
+mod cluster_id;
 mod commit_metadata;
 mod configs;
 pub mod conn;
+mod create_partitions;
 mod deflate;
 mod delete_records;
+mod describe_topic_partitions;
 mod fetch;
 pub mod group;
+mod group_configs;
 mod groups;
 mod inflate;
+mod log_dirs;
 mod log_retention;
 mod mapping;
 mod metadata;
 mod names;
+mod offset_delete;
 mod offsets;
 mod produce;
 mod producer_ids;
@@ -65,6 +78,7 @@ mod retention;
 mod sasl;
 mod sasl_scram;
 mod topic_configs;
+mod topic_configs_fixed;
 mod txn;
 mod txn_admin;
 mod txn_coordinator;
@@ -107,6 +121,8 @@ pub struct Kafka {
     txns: txn_log::TxnLog,
     /// ListOffsets -3: the running maximum of record timestamps per queue.
     max_timestamps: Arc<fetch::max_timestamp::MaxTimestamps>,
+    /// Metadata's and DescribeCluster's cluster id (`config/kafkaClusterId`).
+    pub cluster_id: String,
 }
 
 impl Kafka {
@@ -141,6 +157,7 @@ impl Kafka {
             },
         )?;
         let node_id = i32::try_from(c.broker_id).unwrap_or(0);
+        let cluster_id = cluster_id::load_or_create(&c.config_dir())?;
         Ok(Arc::new(Self {
             coordinator: group::Coordinator::new(group::CoordinatorConfig {
                 min_session_timeout_ms: c.kafka_group_min_session_timeout_ms,
@@ -159,6 +176,7 @@ impl Kafka {
             log_retention: log_retention::LogRetention::default(),
             txns,
             max_timestamps: Arc::default(),
+            cluster_id,
         }))
     }
 

@@ -5,7 +5,8 @@
 //! topic  Kafka's rule [a-zA-Z0-9._-]{1,249}, not "." or ".."      else INVALID_TOPIC_EXCEPTION (17)
 //!        not a RocketMQ system topic (rmq_sys_*, RMQ_SYS_*,       else TOPIC_AUTHORIZATION_FAILED (29)
 //!        SCHEDULE_TOPIC_XXXX, TBW102, the cluster's and broker's
-//!        names, ...); %RETRY%/%DLQ% fail the rule above
+//!        names, <cluster>_REPLY_TOPIC, ...); %RETRY%/%DLQ% fail
+//!        the rule above
 //! group  printable ASCII without '@', '/', '\', 1..=249 bytes     else INVALID_GROUP_ID (24)
 //!        not a RocketMQ system group (CID_RMQ_SYS_*)              else GROUP_AUTHORIZATION_FAILED (30)
 //! ```
@@ -37,10 +38,16 @@ pub fn check_topic(config: &BrokerConfig, topic: &str) -> Result<(), Refusal> {
             format!("'{}' is not a valid Kafka topic name ([a-zA-Z0-9._-], 1 to 249 characters)", shown(topic)),
         ));
     }
-    if is_system_topic(config, topic) {
+    if is_system_topic(config, topic) || is_reply_topic(config, topic) {
         return Err((error::TOPIC_AUTHORIZATION_FAILED, format!("topic '{topic}' is reserved by the broker")));
     }
     Ok(())
+}
+
+/// RocketMQ's request-reply topic, `<cluster>_REPLY_TOPIC`, which every broker creates at start
+/// (Java adds it to `TopicValidator`'s system topics): the broker's own, not a Kafka topic.
+pub fn is_reply_topic(config: &BrokerConfig, topic: &str) -> bool {
+    topic.strip_suffix("_REPLY_TOPIC") == Some(config.broker_cluster_name.as_str())
 }
 
 /// A group a Kafka request may name.
@@ -73,7 +80,8 @@ mod tests {
         for bad in ["", ".", "..", "../x", "a/b", "a b", "%RETRY%g", "naïve", &"t".repeat(250)] {
             assert_eq!(check_topic(&c, bad).unwrap_err().0, error::INVALID_TOPIC_EXCEPTION, "{bad:?}");
         }
-        for system in ["RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "SCHEDULE_TOPIC_XXXX", "TBW102"] {
+        let reply = format!("{}_REPLY_TOPIC", c.broker_cluster_name);
+        for system in ["RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "SCHEDULE_TOPIC_XXXX", "TBW102", &reply] {
             assert_eq!(check_topic(&c, system).unwrap_err().0, error::TOPIC_AUTHORIZATION_FAILED, "{system}");
         }
         assert_eq!(check_topic(&c, &c.broker_cluster_name.clone()).unwrap_err().0, error::TOPIC_AUTHORIZATION_FAILED);

@@ -18,14 +18,17 @@
 //! min.insync.replicas     1                           as given           one replica
 //! max.message.bytes       >= 0                        as given           stored only (maxMessageSize is the limit)
 //! ```
-//! Any other key is refused with INVALID_CONFIG, as Kafka refuses unknown keys: a setting this
-//! broker would silently ignore is worse than a refusal.
+//! The other keys Kafka describes (`topic_configs_fixed.rs`) are described with this broker's one
+//! behaviour and accepted only at that value. Any other key is refused with INVALID_CONFIG, as
+//! Kafka refuses unknown keys: a setting this broker would silently ignore is worse than a
+//! refusal.
 //!
 //! May import: `super::api`, `crate::meta` (the broker config).
 
 use std::collections::BTreeMap;
 
 use super::api::{error, Refusal};
+use super::topic_configs_fixed as fixed;
 use crate::meta::config::BrokerConfig;
 
 /// Kafka's `ConfigResource.Type` numbers.
@@ -101,7 +104,7 @@ const KEYS: &[Key] = &[
 
 /// Whether `name` is a topic config this broker keeps.
 pub fn is_known(name: &str) -> bool {
-    KEYS.iter().any(|k| k.name == name)
+    KEYS.iter().any(|k| k.name == name) || fixed::find(name).is_some()
 }
 
 fn invalid(why: String) -> Refusal {
@@ -148,6 +151,7 @@ pub fn check(name: &str, value: Option<&str>) -> Result<String, Refusal> {
             _ => Err(invalid(format!("Invalid value {value} for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime"))),
         },
         "cleanup.policy" => cleanup_policy(value),
+        _ if fixed::find(name).is_some() => fixed::check(name, value).unwrap_or_else(|| Ok(value.to_owned())),
         _ => Err(invalid(format!(
             "Unknown topic config name: {name} (this broker keeps only {})",
             KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
@@ -190,7 +194,8 @@ fn kafka_value(name: &str, kept: &str) -> String {
     }
 }
 
-/// One described config: name, value, source, broker-level synonym with its default, type.
+/// One described config: name, value, source, broker-level synonym with its default ("" when
+/// Kafka has none), type.
 pub struct Described {
     pub name: &'static str,
     pub value: String,
@@ -201,17 +206,30 @@ pub struct Described {
 
 /// Every topic config of a topic with `attributes`: set ones as DYNAMIC_TOPIC_CONFIG, the rest
 /// as DEFAULT_CONFIG with the broker's value.
+/// The broker synonyms Kafka names are the first of its list that has a value: for
+/// retention.ms and segment.ms that is the hours one (log.retention.hours=168 by default; here
+/// `fileReservedTime`).
 pub fn describe(c: &BrokerConfig, attributes: &BTreeMap<String, String>) -> Vec<Described> {
-    KEYS.iter()
-        .map(|k| {
-            let default = (k.default)(c);
-            let (value, source) = match attributes.get(k.name) {
-                Some(kept) => (kafka_value(k.name, kept), DYNAMIC_TOPIC_CONFIG),
-                None => (default.clone(), DEFAULT_CONFIG),
-            };
-            Described { name: k.name, value, source, synonym: (k.broker_name, default), kind: k.kind }
-        })
-        .collect()
+    let honoured = KEYS.iter().map(|k| {
+        let default = (k.default)(c);
+        let (value, source) = match attributes.get(k.name) {
+            Some(kept) => (kafka_value(k.name, kept), DYNAMIC_TOPIC_CONFIG),
+            None => (default.clone(), DEFAULT_CONFIG),
+        };
+        let synonym = match k.name {
+            "retention.ms" => ("log.retention.hours", c.file_reserved_time.to_string()),
+            "segment.ms" => ("log.roll.hours", "168".to_owned()),
+            _ => (k.broker_name, default),
+        };
+        Described { name: k.name, value, source, synonym, kind: k.kind }
+    });
+    let fixed = fixed::FIXED.iter().map(|&(name, broker_name, kind, value)| {
+        let source = if attributes.contains_key(name) { DYNAMIC_TOPIC_CONFIG } else { DEFAULT_CONFIG };
+        Described { name, value: value.to_owned(), source, synonym: (broker_name, value.to_owned()), kind }
+    });
+    let mut all: Vec<Described> = honoured.chain(fixed).collect();
+    all.sort_by_key(|d| d.name);
+    all
 }
 
 /// A topic's `retention.ms` and `retention.bytes` (-1: unlimited, also when unset).
@@ -282,7 +300,7 @@ mod tests {
             ("cleanup.policy", "bogus"),
             ("min.insync.replicas", "2"),
             ("message.timestamp.type", "LogAppendTime"),
-            ("compression.type", "producer"),
+            ("compression.type", "lz4"),
             ("no.such.key", "1"),
         ] {
             assert_eq!(check(k, Some(v)).unwrap_err().0, error::INVALID_CONFIG, "{k}={v}");

@@ -148,6 +148,23 @@ impl ConsumerOffsetManager {
         removed
     }
 
+    /// Forgets `group`'s offsets of `queues` of `topic` (Kafka's OffsetDelete); which of them it
+    /// had.
+    pub fn remove_queues(&self, group: &str, topic: &str, queues: &[i32]) -> Vec<i32> {
+        let mut t = self.table();
+        let k = key(topic, group);
+        let Some(offsets) = t.get_mut(&k) else { return Vec::new() };
+        let removed: Vec<i32> = queues.iter().copied().filter(|q| offsets.remove(q).is_some()).collect();
+        if offsets.is_empty() {
+            t.remove(&k);
+        }
+        drop(t);
+        if !removed.is_empty() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        removed
+    }
+
     /// Writes the file if anything changed since the last write (or `force`). Blocking.
     pub fn persist(&self, force: bool) -> std::io::Result<()> {
         if !self.dirty.swap(false, Ordering::AcqRel) && !force {

@@ -204,6 +204,21 @@ impl TopicConfigManager {
         Some(out)
     }
 
+    /// Changes a topic's config under the write lock (the check and the change are one step, so
+    /// two requests growing the same topic cannot both pass); the data version moves if it
+    /// changed. `None`: no such topic.
+    pub fn modify<R>(&self, topic: &str, f: impl FnOnce(&mut TopicConfig) -> R) -> Option<R> {
+        let mut s = self.write();
+        let tc = s.topic_config_table.get_mut(topic)?;
+        let before = tc.clone();
+        let out = f(tc);
+        if *tc != before {
+            info!(topic, read_queue_nums = tc.read_queue_nums, write_queue_nums = tc.write_queue_nums, "topic changed");
+            next_version(&mut s.data_version);
+        }
+        Some(out)
+    }
+
     pub fn delete(&self, topic: &str) -> bool {
         let mut s = self.write();
         let removed = s.topic_config_table.remove(topic).is_some();

@@ -24,6 +24,7 @@ mod hostile_timers;
 mod hostile_txn;
 mod java_config;
 mod kafka;
+mod kafka_admin;
 mod kafka_read_committed;
 mod kafka_retention;
 mod kafka_sasl;
