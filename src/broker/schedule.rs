@@ -200,9 +200,12 @@ async fn deliver_due(inner: &BrokerInner, level: i32) {
                 offset = m.queue_offset + 1;
                 continue;
             };
-            let put = inner.store.put_messages(&[real], true).await;
+            let put = inner.store.put_messages(std::slice::from_ref(&real), true).await;
             match &put.status {
-                PutStatus::PutOk | PutStatus::FlushDiskTimeout => inner.schedule.delivered(level),
+                PutStatus::PutOk | PutStatus::FlushDiskTimeout => {
+                    inner.schedule.delivered(level);
+                    inner.count_delivery(&real, &put);
+                }
                 PutStatus::MessageIllegal(_) | PutStatus::PropertiesSizeExceeded => {
                     warn!(level, offset = m.queue_offset, status = ?put.status, "delayed message cannot be stored on its real topic; dropped");
                 }

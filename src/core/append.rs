@@ -202,8 +202,8 @@ impl Core {
             self.stats.put_failed();
             return Err(refusal.unwrap_or_else(|| Refusal::new(Outcome::StoreFailed, "stored nothing")));
         };
-        let queue_id = msgs.first().map_or(0, |m| m.queue_id);
-        self.count_in(&result, t, queue_id, started.elapsed().as_millis() as u64);
+        let (stored_topic, queue_id) = msgs.first().map_or((t.topic, 0), |m| (m.topic.as_str(), m.queue_id));
+        self.count_in(&result, t, stored_topic, queue_id, started.elapsed().as_millis() as u64);
         let shortfall = match refusal {
             Some(r) => Some(r),
             None if how.wait_flush => self.wait_replicas(result.end_offset, how).await,
@@ -252,11 +252,25 @@ impl Core {
         }
     }
 
-    fn count_in(&self, r: &AppendResult, t: Traffic<'_>, queue_id: i32, elapsed_ms: u64) {
+    /// A message the broker moved itself, a due delayed or timer message stored on its own topic,
+    /// counted as Java's `ScheduleMessageService` and `TimerMessageStore` count it: one put on
+    /// that topic (the send counted it under the schedule or timer topic).
+    pub fn count_delivery(&self, msg: &MessageToStore, put: &crate::store::PutMessageResult) {
+        if let Some(a) = &put.append {
+            let system = self.is_system_topic(&msg.topic);
+            self.stats.put(&msg.topic, msg.queue_id, 1, a.wrote_bytes as u64, 0, system);
+        }
+    }
+
+    /// The statistics count the put under the topic it is stored on (`stored_topic`), as Java's
+    /// `msg.getTopic()` after the store's hooks: a delayed send under SCHEDULE_TOPIC_XXXX, a half
+    /// message under RMQ_SYS_TRANS_HALF_TOPIC; the delivery or the commit counts it under its own
+    /// topic later. The metrics label it with the topic the client named.
+    fn count_in(&self, r: &AppendResult, t: Traffic<'_>, stored_topic: &str, queue_id: i32, elapsed_ms: u64) {
         let count = r.offsets.len() as u64;
         let bytes = r.wrote_bytes as u64;
+        self.stats.put(stored_topic, queue_id, count, bytes, elapsed_ms, self.is_system_topic(stored_topic));
         let system = self.is_system_topic(t.topic);
-        self.stats.put(t.topic, queue_id, count, bytes, elapsed_ms, system);
         if crate::model::group::is_retry_or_dlq_topic(t.topic) {
             return;
         }

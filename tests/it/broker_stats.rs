@@ -5,6 +5,7 @@
 //! `clusterList`). Sampling is driven by the test (`stats.tick`), never by waiting 10 s.
 
 use ferrocket::core::stats::now_ms;
+use ferrocket::model::message::properties_to_string;
 use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use kafka_protocol::messages::*;
 
@@ -273,5 +274,35 @@ async fn kafka_produce_and_fetch_are_counted_too() {
     let t = &json(&r)["table"];
     assert_eq!(t["msgPutTotalTodayNow"], "3", "{t}");
     assert_eq!(t["msgGetTotalTodayNow"], "3", "{t}");
+    b.stop().await;
+}
+
+/// Java counts a put under the topic it is stored on: a delayed send under
+/// SCHEDULE_TOPIC_XXXX, its delivery under its own topic (`ScheduleMessageService`), a half
+/// message under RMQ_SYS_TRANS_HALF_TOPIC (its commit counts under its own topic). Each message
+/// counts once under its own topic.
+#[tokio::test]
+async fn a_delayed_or_half_message_counts_under_the_topic_it_is_stored_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| c.message_delay_level = "1s 2s".into()).await;
+    let c = client();
+    let mut delayed = send("SD", 0, b"later", "A");
+    delayed.ext_fields.insert("i".into(), properties_to_string([("TAGS", "A"), ("DELAY", "1"), ("WAIT", "true")]));
+    assert_eq!(call_addr(&c, &b.addr, delayed).await.response_code(), ResponseCode::SUCCESS);
+    b.inner.stats.tick(now_ms());
+    let scheduled = json(&call_addr(&c, &b.addr, view("TOPIC_PUT_NUMS", "SCHEDULE_TOPIC_XXXX")).await);
+    assert_eq!(scheduled["statsMinute"]["sum"], 1, "{scheduled}");
+    wait_max_offset(&c, &b.addr, "SD", 0, 1).await;
+    b.inner.stats.tick(now_ms());
+    let delivered = json(&call_addr(&c, &b.addr, view("TOPIC_PUT_NUMS", "SD")).await);
+    assert_eq!(delivered["statsMinute"]["sum"], 1, "counted once, at delivery: {delivered}");
+
+    let r = call_addr(&c, &b.addr, super::transactions::half("SH")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    b.inner.stats.tick(now_ms());
+    let half = json(&call_addr(&c, &b.addr, view("TOPIC_PUT_NUMS", "RMQ_SYS_TRANS_HALF_TOPIC")).await);
+    assert_eq!(half["statsMinute"]["sum"], 1, "{half}");
+    let r = call_addr(&c, &b.addr, view("TOPIC_PUT_NUMS", "SH")).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR, "not stored on SH before its commit");
     b.stop().await;
 }

@@ -100,16 +100,16 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
         reconsume_times: original.reconsume_times + 1,
         prepared_transaction_offset: 0,
     };
-    let (put_topic, put_queue) = (msg.topic.clone(), msg.queue_id);
     b.schedule.divert(&mut msg);
-    let r = b.store.put_messages(&[msg], false).await;
+    let r = b.store.put_messages(std::slice::from_ref(&msg), false).await;
     let (code, remark) = crate::broker::convert::put_status_code(&r.status);
     match code {
         ResponseCode::SUCCESS => {
-            // Statistics as Java keeps them: a put to the retry (or DLQ) topic, a send-back of
-            // the original topic by the group.
+            // Statistics as Java keeps them: a put under the topic it is stored on (the schedule
+            // topic; the delivery counts it under the retry topic), a send-back of the original
+            // topic by the group.
             let bytes = r.append.as_ref().map_or(0, |a| a.wrote_bytes as u64);
-            b.stats.put(&put_topic, put_queue, 1, bytes, 0, false);
+            b.stats.put(&msg.topic, msg.queue_id, 1, bytes, 0, b.is_system_topic(&msg.topic));
             b.stats.sent_back(&h.group, &original.topic);
             Ok(Some(ok(req)))
         }

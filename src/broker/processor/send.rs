@@ -123,7 +123,8 @@ pub async fn send_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
         deferred: !req.is_oneway(),
     };
-    // Counted under the topic the producer named (a retry or DLQ topic is not counted).
+    // The metrics count it under the topic the producer named (a retry or DLQ topic is not
+    // counted); the statistics under the topic it is stored on (core::append).
     let traffic = Traffic { protocol: Protocol::Remoting, topic: &h.topic, kind };
     let appended = b.append(&msgs, how, traffic).await;
     drop(permit);

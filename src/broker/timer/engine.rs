@@ -256,6 +256,7 @@ impl Engine<'_> {
             let r = self.inner.store.put_messages(std::slice::from_ref(&msg), false).await;
             match r.status {
                 PutStatus::PutOk | PutStatus::FlushDiskTimeout => {
+                    self.inner.count_delivery(&msg, &r);
                     let end = r.append.map_or(0, |a| a.end_offset);
                     self.unsaved_put_end = self.unsaved_put_end.max(end);
                     if refused {

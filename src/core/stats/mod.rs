@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   set (statsName)             key                   value, times per call
-//!   TOPIC_PUT_NUMS              topic                 messages, 1 per append
+//!   TOPIC_PUT_NUMS              topic stored on       messages, 1 per append or delivery
 //!   TOPIC_PUT_SIZE              topic                 bytes written, 1
 //!   TOPIC_PUT_LATENCY           queueId@topic         milliseconds, 1
 //!   GROUP_GET_NUMS              topic@group           messages, 1 per pull that found some
