@@ -21,7 +21,7 @@ use super::{names, refusals, Kafka};
 
 /// Topic configs from the topic's attributes, broker configs from the broker's settings.
 pub fn describe_configs(k: &Kafka, req: &Request, r: DescribeConfigsRequest) -> Reply {
-    let c = &k.shared.config;
+    let c = &*k.shared.live.config();
     let mut results = Vec::new();
     for res in r.resources {
         let mut out = DescribeConfigsResult::default()
@@ -90,7 +90,7 @@ fn synonym(name: &str, value: &str, source: i8) -> DescribeConfigsSynonym {
 }
 
 fn broker_entries(k: &Kafka) -> Vec<tc::Described> {
-    let c = &k.shared.config;
+    let c = &*k.shared.live.config();
     let entry = |name: &'static str, value: String| tc::Described {
         name,
         value: value.clone(),

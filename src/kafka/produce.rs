@@ -105,7 +105,8 @@ async fn produce_partition(
     let write = TopicWrite { protocol: Protocol::Kafka, topic, queue_id: partition, create: None };
     s.writable_topic(&write).await.map_err(refused)?;
     let data = data.ok_or_else(|| (error::INVALID_RECORD, "no record batch".to_owned()))?;
-    let limit = s.config.max_message_size;
+    let live = s.live.config();
+    let limit = live.max_message_size;
     if data.len() > limit {
         return Err((error::MESSAGE_TOO_LARGE, format!("batch of {} bytes, over maxMessageSize {limit}", data.len())));
     }
@@ -142,7 +143,7 @@ async fn produce_partition(
         wait_flush: true,
         // Kafka checks min.insync.replicas before appending: NOT_ENOUGH_REPLICAS stores nothing.
         replicas: if acks == -1 { Replicas::CheckFirst } else { Replicas::Skip },
-        replica_timeout: Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).min(s.config.slave_timeout)),
+        replica_timeout: Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0).min(live.slave_timeout)),
         deferred: false,
     };
     // Before the sequence check: a replayed batch meets acks=all no more than the original would.

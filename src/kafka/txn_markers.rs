@@ -108,7 +108,7 @@ async fn write_marker(k: &Arc<Kafka>, c: &Completion, p: &TxnPartition) -> Resul
     let how = Durability {
         wait_flush: true,
         replicas: Replicas::After,
-        replica_timeout: Duration::from_millis(s.config.slave_timeout),
+        replica_timeout: Duration::from_millis(s.live.config().slave_timeout),
         deferred: false,
     };
     let traffic = Traffic { protocol: Protocol::Kafka, topic: &p.topic, kind: MessageType::Transaction };

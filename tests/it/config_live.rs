@@ -89,3 +89,31 @@ async fn updated_keys_read_back_at_once_and_the_live_ones_act() {
     }
     b.stop().await;
 }
+
+/// The Kafka listener reads maxMessageSize per produce too, and DescribeConfigs shows the
+/// value in force.
+#[tokio::test]
+async fn the_kafka_listener_follows_a_live_max_message_size() {
+    use super::kafka::{batch, create, first, kafka_broker, produce, Conn};
+    use kafka_protocol::messages::{ApiKey, ProduceResponse};
+    let dir = tempfile::tempdir().unwrap();
+    let (b, port) = kafka_broker(dir.path()).await;
+    let mut k = Conn::open(port).await;
+    create(&mut k, "klive", 1).await;
+    let big = batch(200, None);
+    assert!(big.len() > 1024, "{} bytes", big.len());
+    let r: ProduceResponse = k.call(ApiKey::Produce, 9, &produce("klive", 1, big.clone())).await;
+    assert_eq!(first(&r).0, 0);
+
+    let c = client();
+    let resp = c.invoke(&b.addr, update("maxMessageSize=1024\n"), Duration::from_secs(10)).await.unwrap();
+    assert_eq!(resp.response_code(), ResponseCode::SUCCESS, "{:?}", resp.remark);
+    let r: ProduceResponse = k.call(ApiKey::Produce, 9, &produce("klive", 1, big)).await;
+    assert_eq!(first(&r).0, 10, "MESSAGE_TOO_LARGE over the new maxMessageSize");
+    let r: ProduceResponse = k.call(ApiKey::Produce, 9, &produce("klive", 1, batch(2, None))).await;
+    assert_eq!(first(&r).0, 0);
+    let configs = super::kafka_retention::describe(&mut k, "klive").await;
+    let max = configs.iter().find(|(name, _, _)| name == "max.message.bytes").expect("max.message.bytes");
+    assert_eq!(max.1, "1024", "{configs:?}");
+    b.stop().await;
+}

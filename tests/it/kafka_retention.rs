@@ -32,7 +32,7 @@ async fn create_with(
 }
 
 /// (value, source) of each described config of `topic`.
-async fn describe(c: &mut Conn, topic: &str) -> Vec<(String, String, i8)> {
+pub(super) async fn describe(c: &mut Conn, topic: &str) -> Vec<(String, String, i8)> {
     let req = DescribeConfigsRequest::default().with_resources(vec![
         describe_configs_request::DescribeConfigsResource::default()
             .with_resource_type(2)

@@ -62,6 +62,7 @@ pub fn read_partition(
     let mut next = offset;
     let mut taken = 0usize;
     let mut last: Option<i64> = None;
+    let inflate_cap = s.live.config().max_message_size;
     'read: while next < end {
         let room = if first && taken == 0 { usize::MAX } else { limit.saturating_sub(taken) };
         if room == 0 {
@@ -91,8 +92,7 @@ pub fn read_partition(
             };
             // A body RocketMQ producers compressed goes out inflated (up to maxMessageSize): the
             // budget counts what is held, not what was stored, or small bombs fill a fetch.
-            let rec =
-                kind.control_record(m.born_timestamp).unwrap_or_else(|| out_record(&m, s.config.max_message_size));
+            let rec = kind.control_record(m.born_timestamp).unwrap_or_else(|| out_record(&m, inflate_cap));
             taken += slice.len().max(rec.value.as_ref().map_or(0, Bytes::len));
             batches.push(m.queue_offset, kind, codec_of(&m.properties), rec);
             last = Some(m.queue_offset);
