@@ -14,6 +14,7 @@ mod crash;
 mod crash_log_start;
 mod docs;
 mod golden;
+mod group_queries;
 mod ha;
 mod hostile_acl;
 mod hostile_ha;

@@ -10,6 +10,7 @@ mod acl_admin;
 mod admin;
 mod broker_stats;
 mod consumer;
+mod group_queries;
 mod pull;
 mod query;
 mod retry;
@@ -136,6 +137,10 @@ impl BrokerProcessor {
             RequestCode(315) => broker_stats::view_broker_stats_data(b, req),
             RequestCode(317) => broker_stats::get_broker_consume_stats(b, req),
             RequestCode(328) => broker_stats::get_all_producer_info(b, req),
+            RequestCode(343) => group_queries::query_topics_by_consumer(b, req),
+            RequestCode(345) => group_queries::query_subscription_by_consumer(b, req),
+            RequestCode(303) => group_queries::query_consume_time_span(b, req),
+            RequestCode(352) => group_queries::get_subscription_group_config(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
             RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl_admin::update_and_create_acl_config(b, req).await,

@@ -1,4 +1,4 @@
-//! Headers of the statistics requests (`AdminBrokerProcessor`).
+//! Headers of the statistics and group queries (`AdminBrokerProcessor`).
 //!
 //! May import: nothing outside `protocol/` (the area's rule: docs/architecture.md).
 
@@ -17,5 +17,20 @@ command_header! {
     /// ordered topics when `isOrder`).
     pub struct GetConsumeStatsInBrokerHeader {
         is_order: bool = "isOrder",
+    }
+}
+
+command_header! {
+    /// QUERY_TOPICS_BY_CONSUMER (343) and GET_SUBSCRIPTIONGROUP_CONFIG (352).
+    pub struct GroupHeader {
+        group: String = "group",
+    }
+}
+
+command_header! {
+    /// QUERY_SUBSCRIPTION_BY_CONSUMER (345) and QUERY_CONSUME_TIME_SPAN (303).
+    pub struct GroupTopicHeader {
+        group: String = "group",
+        topic: String = "topic",
     }
 }
