@@ -24,8 +24,11 @@ pub const SUB: u8 = 1 << 3;
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, UPDATE_AND_CREATE_STATIC_TOPIC,
 /// UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO; and, unlike
 /// Java, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): Java lets any signed account set
-/// `globalWhiteRemoteAddresses: ["*"]`, which switches ACL off for everybody.
-pub const ADMIN_CODES: [i32; 10] = [17, 25, 215, 200, 207, 513, 50, 51, 52, 53];
+/// `globalWhiteRemoteAddresses: ["*"]`, which switches ACL off for everybody; and the bulk
+/// forms of 17 and 200 (UPDATE_AND_CREATE_TOPIC_LIST 18, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
+/// 225) and the requests that delete stored data (CLEAN_EXPIRED_CONSUMEQUEUE 306,
+/// CLEAN_UNUSED_TOPIC 316, DELETE_EXPIRED_COMMITLOG 329), which Java lets any account send.
+pub const ADMIN_CODES: [i32; 15] = [17, 25, 215, 200, 207, 513, 50, 51, 52, 53, 18, 225, 306, 316, 329];
 
 /// `Permission.parsePermFromString`.
 pub fn parse_perm(s: Option<&str>) -> u8 {

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+use super::flow::{FlowMonitor, SlaveInfo};
 use super::wire::{encode_header, REPORT_LEN, TRANSFER_BATCH};
 use crate::net::{Listener, ListenerConfig, Stream};
 use crate::store::MessageStore;
@@ -61,6 +62,16 @@ pub struct HaService {
     next_id: AtomicU64,
     /// `haMaxGapNotInSync`: a slave further behind than this does not count for SYNC_MASTER.
     max_gap: u64,
+    /// What `haStatus` shows of each connected slave.
+    conns: Mutex<HashMap<u64, Conn>>,
+}
+
+/// A connected slave, as `haStatus` shows it.
+struct Conn {
+    addr: SocketAddr,
+    /// The end of the last frame written to it (NOTHING_YET before its first report).
+    sent_to: Arc<AtomicU64>,
+    flow: Arc<FlowMonitor>,
 }
 
 impl HaService {
@@ -71,7 +82,38 @@ impl HaService {
             waiters: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             max_gap,
+            conns: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn conns(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Conn>> {
+        self.conns.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `haMaxGapNotInSync`.
+    pub fn max_gap(&self) -> u64 {
+        self.max_gap
+    }
+
+    /// Each connected slave: address, acknowledged offset, bytes sent in the last second, where
+    /// the next frame starts (`DefaultHAService.getRuntimeInfo`).
+    pub fn slaves(&self) -> Vec<SlaveInfo> {
+        let acks = self.acks().clone();
+        let mut out: Vec<SlaveInfo> = self
+            .conns()
+            .iter()
+            .map(|(id, c)| {
+                let sent = c.sent_to.load(Ordering::Acquire);
+                SlaveInfo {
+                    addr: c.addr.to_string(),
+                    ack_offset: acks.get(id).copied().unwrap_or(0),
+                    bytes_per_second: c.flow.per_second(),
+                    transfer_from: if sent == NOTHING_YET { -1 } else { sent as i64 },
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.addr.cmp(&b.addr));
+        out
     }
 
     fn acks(&self) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
@@ -168,9 +210,13 @@ impl HaService {
             async move {
                 info!(slave = %peer, "slave connected for replication");
                 let id = me.next_id.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = me.clone().serve_slave(id, stream, stop).await {
+                let conn = Conn { addr: peer, sent_to: Arc::new(AtomicU64::new(NOTHING_YET)), flow: Arc::default() };
+                let (sent_to, flow) = (conn.sent_to.clone(), conn.flow.clone());
+                me.conns().insert(id, conn);
+                if let Err(e) = me.clone().serve_slave(id, stream, sent_to, flow, stop).await {
                     warn!(slave = %peer, error = %e, "replication connection closed");
                 }
+                me.conns().remove(&id);
                 me.acks().remove(&id);
             }
         };
@@ -184,14 +230,20 @@ impl HaService {
         config.handshake_timeout = HOUSEKEEPING;
     }
 
-    async fn serve_slave<S>(self: Arc<Self>, id: u64, stream: S, stop: CancellationToken) -> std::io::Result<()>
+    /// `sent_to`: the end of the last frame written to this slave (NOTHING_YET until its first
+    /// report says where to start), what its reports are capped at; `flow` counts bytes sent.
+    async fn serve_slave<S>(
+        self: Arc<Self>,
+        id: u64,
+        stream: S,
+        sent_to: Arc<AtomicU64>,
+        flow: Arc<FlowMonitor>,
+        stop: CancellationToken,
+    ) -> std::io::Result<()>
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (mut read, mut write) = tokio::io::split(stream);
-        // The end of the last frame written to this slave (NOTHING_YET until its first report
-        // says where to start): what its reports are capped at.
-        let sent_to = Arc::new(AtomicU64::new(NOTHING_YET));
         let started = Arc::new(tokio::sync::Notify::new());
         let reader = {
             let (me, sent_to, started, stop) = (self.clone(), sent_to.clone(), started.clone(), stop.clone());
@@ -246,6 +298,7 @@ impl HaService {
                         let mut frame = Buf::chain(&header[..], &data[..len]);
                         write.write_all_buf(&mut frame).await?;
                         next += len as u64;
+                        flow.add(len as u64);
                         sent_to.store(next, Ordering::Release);
                         last_write = Instant::now();
                     }

@@ -9,6 +9,7 @@
 //! an empty slave is sent data from the start of the master's last CommitLog segment
 //! ```
 
+pub mod flow;
 pub mod master;
 pub mod slave;
 pub mod wire;

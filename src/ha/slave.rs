@@ -1,7 +1,7 @@
 //! Slave side: connects to the master's HA port, reports its CommitLog end, appends what the
 //! master streams, reconnects after faults.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::flow::{ClientInfo, FlowMonitor};
 use super::wire::{decode_header, HEADER_LEN, TRANSFER_BATCH};
 use crate::net::tls::TlsClient;
 use crate::store::MessageStore;
@@ -27,6 +28,10 @@ pub struct HaClient {
     /// Connected to the master and hearing from it (data or heartbeats).
     connected: AtomicBool,
     tls: Option<Arc<TlsClient>>,
+    /// What `haStatus` shows: bytes read per second, last read and last report (ms).
+    flow: FlowMonitor,
+    last_read_ms: AtomicI64,
+    last_write_ms: AtomicI64,
 }
 
 impl HaClient {
@@ -38,6 +43,9 @@ impl HaClient {
             master: Mutex::new(master.filter(|m| m.len() >= 6)),
             changed: Notify::new(),
             connected: AtomicBool::new(false),
+            flow: FlowMonitor::default(),
+            last_read_ms: AtomicI64::new(crate::store::now_ms()),
+            last_write_ms: AtomicI64::new(crate::store::now_ms()),
         })
     }
 
@@ -59,6 +67,22 @@ impl HaClient {
     /// interval (it sends a heartbeat every 5 s).
     pub fn master_connected(&self) -> bool {
         self.connected.load(Ordering::Acquire)
+    }
+
+    /// What `haStatus` shows of this slave's client (`DefaultHAService.getRuntimeInfo`).
+    pub fn runtime_info(&self) -> ClientInfo {
+        ClientInfo {
+            master_addr: self.master(),
+            bytes_per_second: self.flow.per_second(),
+            last_read_ms: self.last_read_ms.load(Ordering::Acquire),
+            last_write_ms: self.last_write_ms.load(Ordering::Acquire),
+        }
+    }
+
+    async fn report<W: AsyncWrite + Unpin>(&self, write: &mut W) -> std::io::Result<()> {
+        write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+        self.last_write_ms.store(crate::store::now_ms(), Ordering::Release);
+        Ok(())
     }
 
     /// Replicates until `shutdown`, reconnecting after errors.
@@ -101,7 +125,7 @@ impl HaClient {
 
     async fn replicate_on<S: AsyncRead + AsyncWrite>(&self, stream: S) -> std::io::Result<()> {
         let (read, mut write) = tokio::io::split(stream);
-        write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+        self.report(&mut write).await?;
         self.connected.store(true, Ordering::Release);
         // A report follows every frame, heartbeats included (the master sends one every 5 s, so
         // the slave reports at least that often), except while more received bytes wait in the
@@ -119,13 +143,15 @@ impl HaClient {
             })?;
             body.resize(len, 0);
             read.read_exact(&mut body).await?;
+            self.last_read_ms.store(crate::store::now_ms(), Ordering::Release);
+            self.flow.add((HEADER_LEN + len) as u64);
             if len > 0 {
                 self.store
                     .append_replicated(offset, &body)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
             }
             if read.buffer().is_empty() {
-                write.write_all(&(self.store.commit_log_max_offset() as i64).to_be_bytes()).await?;
+                self.report(&mut write).await?;
             }
         }
     }

@@ -22,6 +22,7 @@
 //! <root>/timerwheel, timerlog/, config/timercheck   timer messages (timer/)
 //! ```
 
+mod admin;
 pub mod checkpoint;
 pub mod commit_log;
 pub mod compaction;
@@ -43,6 +44,7 @@ mod retention;
 mod state;
 pub mod timer;
 
+pub use admin::QueueUnits;
 pub use commit_log::record::properties as record_properties;
 pub use dispatch::SCHEDULE_TOPIC;
 pub use get::{AcceptAll, GetMessageResult, GetMessageStatus, MessageFilter, QueryMessageResult};

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::broker::{call_addr, send};
-use super::broker_harness::start_broker;
+use super::broker_harness::{start_broker, TestBroker};
 use super::support::*;
 
 const FILE: &str = "\
@@ -33,6 +33,22 @@ pub(super) fn sign(mut req: RemotingCommand, ak: &str, sk: &str) -> RemotingComm
     req.with_ext("Signature", sig)
 }
 
+/// A broker with `aclEnable=true` and `accounts` as its `conf/plain_acl.yml`; the directories
+/// (its home, its store) live as long as the caller keeps them.
+pub(super) async fn start_acl_broker(accounts: &str) -> (TestBroker, tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("conf")).unwrap();
+    std::fs::write(home.path().join("conf/plain_acl.yml"), accounts).unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let home_dir = home.path().display().to_string();
+    let b = start_broker(store.path(), |c| {
+        c.acl_enable = true;
+        c.rocketmq_home = home_dir;
+    })
+    .await;
+    (b, home, store)
+}
+
 fn max_offset(topic: &str) -> RemotingCommand {
     request(RequestCode::GET_MAX_OFFSET, &[("topic", topic), ("queueId", "0")])
 }
@@ -52,17 +68,8 @@ fn refused(r: &RemotingCommand, why: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_are_checked_and_the_file_is_edited_and_reloaded() {
-    let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join("conf")).unwrap();
+    let (b, home, _store) = start_acl_broker(FILE).await;
     let acl_file = home.path().join("conf/plain_acl.yml");
-    std::fs::write(&acl_file, FILE).unwrap();
-    let store = tempfile::tempdir().unwrap();
-    let home_dir = home.path().display().to_string();
-    let b = start_broker(store.path(), |c| {
-        c.acl_enable = true;
-        c.rocketmq_home = home_dir;
-    })
-    .await;
     let c = client();
 
     refused(&call_addr(&c, &b.addr, send("allowed", 0, b"x", "A")).await, "No accessKey is configured");

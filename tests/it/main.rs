@@ -2,6 +2,8 @@
 
 mod acl;
 mod admin;
+mod admin_codes;
+mod admin_store;
 mod bad_input;
 mod bench;
 mod broker;

@@ -41,18 +41,27 @@ pub(crate) fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
         || topic.starts_with("rmq_sys_")
 }
 
-pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
-    let h = CreateTopicRequestHeader::decode(&req.ext_fields)?;
-    super::check_topic(&h.topic)?;
-    if is_system_topic(b, &h.topic) {
-        return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
+/// The checks UPDATE_AND_CREATE_TOPIC (17) and UPDATE_AND_CREATE_TOPIC_LIST (18) make of
+/// each topic they create or replace.
+pub(crate) fn check_new_topic(b: &BrokerInner, tc: &TopicConfig) -> Result<(), BrokerError> {
+    super::check_topic(&tc.topic_name)?;
+    if is_system_topic(b, &tc.topic_name) {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!("The topic[{}] is conflict with system topic.", tc.topic_name),
+        );
     }
-    if h.read_queue_nums <= 0 || h.write_queue_nums <= 0 {
+    if tc.read_queue_nums <= 0 || tc.write_queue_nums <= 0 {
         return Err(BrokerError::InvalidParameter(format!(
             "queue numbers must be positive: readQueueNums {} writeQueueNums {}",
-            h.read_queue_nums, h.write_queue_nums
+            tc.read_queue_nums, tc.write_queue_nums
         )));
     }
+    Ok(())
+}
+
+pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+    let h = CreateTopicRequestHeader::decode(&req.ext_fields)?;
     let filter = match h.topic_filter_type.as_deref() {
         None | Some("") => TopicFilterType::SingleTag,
         Some(f) => TopicFilterType::parse(f)
@@ -70,6 +79,7 @@ pub async fn update_and_create_topic(b: &Arc<BrokerInner>, req: &RemotingCommand
         // UPDATE_AND_CREATE_TOPIC replaces the whole config, as Java does.
         extra: Default::default(),
     };
+    check_new_topic(b, &tc)?;
     if b.topics.update(tc) {
         b.topics_changed().await;
     }

@@ -8,17 +8,24 @@
 
 mod acl_admin;
 mod admin;
+mod admin_lists;
 mod broker_stats;
 mod consumer;
 mod group_queries;
+mod ha_status;
 mod pull;
 mod query;
+mod query_cq;
+mod reset_offset;
 mod retry;
 mod runtime_info;
 mod send;
 mod stats;
+mod store_admin;
 mod sub_refresh;
+mod system_topics;
 mod transaction;
+mod unsupported;
 
 use std::sync::Arc;
 
@@ -79,11 +86,12 @@ pub(crate) fn ok(req: &RemotingCommand) -> RemotingCommand {
 
 pub struct BrokerProcessor {
     inner: Arc<BrokerInner>,
+    unsupported: unsupported::UnsupportedCodes,
 }
 
 impl BrokerProcessor {
     pub fn new(inner: Arc<BrokerInner>) -> Self {
-        Self { inner }
+        Self { inner, unsupported: Default::default() }
     }
 
     async fn dispatch(&self, conn: &Arc<Connection>, req: &RemotingCommand) -> Handled {
@@ -110,6 +118,7 @@ impl BrokerProcessor {
             RequestCode::QUERY_MESSAGE => query::query_message(b, req),
             RequestCode::VIEW_MESSAGE_BY_ID => query::view_message_by_id(b, req),
             RequestCode::UPDATE_AND_CREATE_TOPIC => admin::update_and_create_topic(b, req).await,
+            RequestCode(18) => admin_lists::update_and_create_topic_list(b, req).await,
             RequestCode::DELETE_TOPIC_IN_BROKER => admin::delete_topic_in_broker(b, req).await,
             RequestCode::GET_ALL_TOPIC_CONFIG => admin::get_all_topic_config(b, req),
             RequestCode(351) => admin::get_topic_config(b, req),
@@ -122,6 +131,7 @@ impl BrokerProcessor {
             RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
                 admin::update_and_create_subscriptiongroup(b, req).await
             }
+            RequestCode(225) => admin_lists::update_and_create_subscriptiongroup_list(b, req).await,
             RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => admin::get_all_subscriptiongroup_config(b, req),
             RequestCode::DELETE_SUBSCRIPTIONGROUP => admin::delete_subscriptiongroup(b, req).await,
             RequestCode::GET_TOPIC_STATS_INFO => stats::get_topic_stats_info(b, req),
@@ -129,7 +139,7 @@ impl BrokerProcessor {
             RequestCode::GET_CONSUMER_CONNECTION_LIST => stats::get_consumer_connection_list(b, req),
             RequestCode::GET_PRODUCER_CONNECTION_LIST => stats::get_producer_connection_list(b, req),
             RequestCode::QUERY_TOPIC_CONSUME_BY_WHO => stats::query_topic_consume_by_who(b, req),
-            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => stats::invoke_broker_to_reset_offset(b, req).await,
+            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => reset_offset::invoke_broker_to_reset_offset(b, req).await,
             RequestCode::CLONE_GROUP_OFFSET => stats::clone_group_offset(b, req),
             RequestCode::GET_CONSUMER_RUNNING_INFO => stats::get_consumer_running_info(b, req).await,
             RequestCode(223) => stats::invoke_broker_to_get_consumer_status(b, req).await,
@@ -141,17 +151,19 @@ impl BrokerProcessor {
             RequestCode(345) => group_queries::query_subscription_by_consumer(b, req),
             RequestCode(303) => group_queries::query_consume_time_span(b, req),
             RequestCode(352) => group_queries::get_subscription_group_config(b, req),
+            RequestCode(305) => system_topics::get_system_topic_list_from_broker(b, req),
+            RequestCode(306) => store_admin::clean_expired_consume_queue(b, req).await,
+            RequestCode(316) => store_admin::clean_unused_topic(b, req).await,
+            RequestCode(321) => query_cq::query_consume_queue(b, req),
+            RequestCode(329) => store_admin::delete_expired_commit_log(b, req).await,
+            RequestCode(907) => ha_status::get_broker_ha_status(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
             RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl_admin::update_and_create_acl_config(b, req).await,
             RequestCode::DELETE_ACL_CONFIG => acl_admin::delete_acl_config(b, req).await,
             RequestCode::GET_BROKER_CLUSTER_ACL_INFO => acl_admin::get_broker_cluster_acl_info(b, req),
             RequestCode::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG => acl_admin::update_global_white_addrs_config(b, req).await,
-            code => Ok(Some(RemotingCommand::error_response(
-                req,
-                ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
-                format!(" request type {} not supported", code.0),
-            ))),
+            _ => Ok(Some(self.unsupported.refuse(req, conn.peer()))),
         }
     }
 }

@@ -5,9 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,7 +16,6 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
-import org.apache.rocketmq.tools.command.MQAdminStartup;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -137,23 +133,7 @@ class MqadminStatsTest {
 
     /** Runs an mqadmin command in this JVM and returns what it printed. */
     String mqadmin(String... args) {
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
-        PrintStream out = System.out;
-        String namesrv = System.getProperty(MixAll.NAMESRV_ADDR_PROPERTY);
-        synchronized (MqadminStatsTest.class) {
-            System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
-            try {
-                MQAdminStartup.main0(args, new RecordingRpcHook("mqadmin " + args[0]));
-            } finally {
-                System.setOut(out);
-                if (namesrv == null) {
-                    System.clearProperty(MixAll.NAMESRV_ADDR_PROPERTY);
-                } else {
-                    System.setProperty(MixAll.NAMESRV_ADDR_PROPERTY, namesrv);
-                }
-            }
-        }
-        String text = buf.toString(StandardCharsets.UTF_8);
+        String text = Mqadmin.inProcess(args);
         report("mqadmin %s:%n%s", String.join(" ", args), text);
         return text;
     }

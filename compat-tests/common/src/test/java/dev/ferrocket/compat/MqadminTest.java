@@ -665,7 +665,8 @@ class MqadminTest {
             c.shutdown();
         }
 
-        // offline: the broker answers CONSUMER_NOT_ONLINE; mqadmin then commits the searched offsets itself
+        // offline: a 4.9 broker answers CONSUMER_NOT_ONLINE and mqadmin commits the searched offsets
+        // itself; a 5.x broker (ferrocket too) resets them on the server side
         String offline = Compat.unique("cg-reset-offline");
         Map<String, AtomicInteger> counts2 = new ConcurrentHashMap<>();
         DefaultMQPushConsumer c2 = consume(offline, "reset-offline", topic, "*", counts2);
@@ -675,8 +676,9 @@ class MqadminTest {
             c2.shutdown(); // commits its offsets, unregisters
         }
         awaitCommitted(offline, topic, Map.of(0, 10L, 1, 10L));
-        // A broker that resets through the clients (4.9; 5.x with useServerSideResetOffset=false, ferrocket)
-        // answers CONSUMER_NOT_ONLINE; a 5.x broker resetting on the server side (its default) answers the offsets.
+        // A broker that resets through the clients (4.9; 5.x with useServerSideResetOffset=false)
+        // answers CONSUMER_NOT_ONLINE; a 5.x broker resetting on the server side (its default, and
+        // ferrocket's) answers the offsets.
         try {
             Map<MessageQueue, Long> r = admin.resetOffsetByTimestamp(topic, offline, ts, true);
             Map<Integer, Long> byQueue = new TreeMap<>();
