@@ -7,7 +7,7 @@
 //! Kafka topic     [a-zA-Z0-9._-]{1,249}, not "." or ".."   valid_kafka_topic
 //! Kafka group     printable ASCII without '@' '/' '\'      valid_kafka_group
 //! system topic    rmq_sys_*, RMQ_SYS_*, TBW102, SCHEDULE_TOPIC_XXXX, ..., the cluster's and
-//!                 the broker's own names                   is_system_topic
+//!                 the broker's own names (one rule for all)  is_system_topic, system_topics
 //! system group    CID_RMQ_SYS_*                            is_system_group
 //! ```
 //! Every name either rule accepts is a single path component (no '/', '\\', "." or ".."), which
@@ -37,22 +37,57 @@ pub fn valid_kafka_group(group: &str) -> bool {
         && group.bytes().all(|b| (0x21..=0x7e).contains(&b) && !matches!(b, b'@' | b'/' | b'\\'))
 }
 
-/// `TopicValidator.isSystemTopic` and the names a broker registers for itself.
+/// `TopicValidator`'s own system topics (its static initializer).
+const VALIDATOR_TOPICS: [&str; 10] = [
+    "TBW102",
+    "SCHEDULE_TOPIC_XXXX",
+    "BenchmarkTest",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC",
+    "OFFSET_MOVED_EVENT",
+    "CHECKPOINT_TOPIC",
+];
+
+/// `TopicValidator.isSystemTopic` on a broker running with `config`: TopicValidator's set, the
+/// topics the broker adds to it for itself (`TopicConfigManager`: the cluster's and the broker's
+/// names, `<cluster>_REPLY_TOPIC`, the trace topic under `traceTopicEnable`) and `rmq_sys_*`
+/// (revive log, broker member sync, timer wheel). Kept out of users' hands here too: `RMQ_SYS_*`
+/// and 4.x's `TRANS_CHECK_MAXTIME_TOPIC`. One rule for both doors, the statistics and the
+/// admin requests.
 pub fn is_system_topic(config: &BrokerConfig, topic: &str) -> bool {
     topic.starts_with("rmq_sys_")
         || topic.starts_with("RMQ_SYS_")
-        || [
-            "TBW102",
-            "SCHEDULE_TOPIC_XXXX",
-            "BenchmarkTest",
-            "OFFSET_MOVED_EVENT",
-            "SELF_TEST_TOPIC",
-            "TRANS_CHECK_MAX_TIME_TOPIC",
-            "TRANS_CHECK_MAXTIME_TOPIC",
-        ]
-        .contains(&topic)
+        || VALIDATOR_TOPICS.contains(&topic)
+        || topic == "TRANS_CHECK_MAXTIME_TOPIC"
         || topic == config.broker_cluster_name
         || topic == config.broker_name
+        || topic.strip_suffix("_REPLY_TOPIC") == Some(config.broker_cluster_name.as_str())
+        || (config.trace_topic_enable && topic == config.msg_trace_topic_name)
+}
+
+/// The set `TopicValidator.getSystemTopicSet()` holds on a broker running with `config`
+/// (GET_SYSTEM_TOPIC_LIST_FROM_BROKER): every name [`is_system_topic`] knows by name, and the
+/// `rmq_sys_*` topics the broker makes (the timer's under `timerWheelEnable`).
+pub fn system_topics(config: &BrokerConfig) -> std::collections::BTreeSet<String> {
+    let cluster = &config.broker_cluster_name;
+    let mut set: std::collections::BTreeSet<String> = VALIDATOR_TOPICS.iter().map(|t| (*t).to_owned()).collect();
+    set.extend([
+        cluster.clone(),
+        config.broker_name.clone(),
+        format!("{cluster}_REPLY_TOPIC"),
+        format!("rmq_sys_REVIVE_LOG_{cluster}"),
+        format!("rmq_sys_SYNC_BROKER_MEMBER_{}", config.broker_name),
+    ]);
+    if config.trace_topic_enable && !config.msg_trace_topic_name.is_empty() {
+        set.insert(config.msg_trace_topic_name.clone());
+    }
+    if config.timer_wheel_enable {
+        set.insert(crate::model::TIMER_TOPIC.to_owned());
+    }
+    set
 }
 
 /// `MixAll.isSysConsumerGroup`-like: the groups RocketMQ's own services consume with.
@@ -88,5 +123,29 @@ mod tests {
         assert!(is_system_topic(&c, &c.broker_cluster_name) && is_system_topic(&c, &c.broker_name));
         assert!(!is_system_topic(&c, "orders"));
         assert!(is_system_group("CID_RMQ_SYS_TRANS") && !is_system_group("CID_app"));
+    }
+
+    #[test]
+    fn the_set_holds_the_validator_topics_and_the_broker_s_own() {
+        let c = BrokerConfig { broker_cluster_name: "C".into(), broker_name: "B".into(), ..BrokerConfig::default() };
+        let set = system_topics(&c);
+        for t in [
+            "TBW102",
+            "CHECKPOINT_TOPIC",
+            "C",
+            "B",
+            "C_REPLY_TOPIC",
+            "rmq_sys_REVIVE_LOG_C",
+            "rmq_sys_SYNC_BROKER_MEMBER_B",
+        ] {
+            assert!(set.contains(t), "{t}: {set:?}");
+        }
+        for t in &set {
+            assert!(is_system_topic(&c, t), "{t} is listed, so it is a system topic");
+        }
+        assert!(is_system_topic(&c, "rmq_sys_anything"));
+        assert!(!is_system_topic(&c, "orders") && !is_system_topic(&c, "TRACES"));
+        let traced = BrokerConfig { trace_topic_enable: true, msg_trace_topic_name: "TRACES".into(), ..c };
+        assert!(is_system_topic(&traced, "TRACES") && system_topics(&traced).contains("TRACES"));
     }
 }

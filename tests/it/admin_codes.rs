@@ -127,6 +127,9 @@ async fn topic_list_creates_every_topic_checked_as_the_single_request() {
     for (bad, says) in [
         (topic("bad topic"), "bad topic"),
         (topic("TBW102"), "conflict with system topic"),
+        // The broker's own topics are system topics too (TopicConfigManager adds them).
+        (topic("RMQ_SYS_TRACE_TOPIC"), "conflict with system topic"),
+        (topic("DefaultCluster_REPLY_TOPIC"), "conflict with system topic"),
         (json!({ "topicName": "ZeroQ", "readQueueNums": 0, "writeQueueNums": 2 }), "queue numbers must be positive"),
         (topic(&"x".repeat(300)), ""),
     ] {

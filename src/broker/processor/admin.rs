@@ -25,27 +25,11 @@ command_header! {
     }
 }
 
-/// Topics a user may not create or delete (`TopicValidator.isSystemTopic`).
-pub(crate) fn is_system_topic(b: &BrokerInner, topic: &str) -> bool {
-    matches!(
-        topic,
-        "SCHEDULE_TOPIC_XXXX"
-            | "RMQ_SYS_TRANS_HALF_TOPIC"
-            | "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-            | "TBW102"
-            | "SELF_TEST_TOPIC"
-            | "OFFSET_MOVED_EVENT"
-            | "BenchmarkTest"
-    ) || topic == b.config.broker_cluster_name
-        || topic == b.config.broker_name
-        || topic.starts_with("rmq_sys_")
-}
-
 /// The checks UPDATE_AND_CREATE_TOPIC (17) and UPDATE_AND_CREATE_TOPIC_LIST (18) make of
 /// each topic they create or replace.
 pub(crate) fn check_new_topic(b: &BrokerInner, tc: &TopicConfig) -> Result<(), BrokerError> {
     super::check_topic(&tc.topic_name)?;
-    if is_system_topic(b, &tc.topic_name) {
+    if b.is_system_topic(&tc.topic_name) {
         return fail(
             ResponseCode::SYSTEM_ERROR,
             format!("The topic[{}] is conflict with system topic.", tc.topic_name),
@@ -106,7 +90,7 @@ pub async fn delete_topic_in_broker(b: &Arc<BrokerInner>, req: &RemotingCommand)
             crate::model::name::shown(&h.topic)
         )));
     }
-    if is_system_topic(b, &h.topic) {
+    if b.is_system_topic(&h.topic) {
         return fail(ResponseCode::SYSTEM_ERROR, format!("The topic[{}] is conflict with system topic.", h.topic));
     }
     b.topics.delete(&h.topic);

@@ -29,10 +29,7 @@ use crate::protocol::{RemotingCommand, ResponseCode};
 
 /// A topic whose queues the cleaning requests never remove.
 fn kept(b: &BrokerInner, topic: &str) -> bool {
-    b.topics.contains(topic)
-        || super::system_topics::is_system_topic(&b.config, topic)
-        || b.is_system_topic(topic)
-        || topic.starts_with("%LMQ%")
+    b.topics.contains(topic) || b.is_system_topic(topic) || topic.starts_with("%LMQ%")
 }
 
 async fn blocking<T: Send + 'static>(
