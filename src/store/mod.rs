@@ -39,6 +39,7 @@ pub mod mapped_file;
 pub mod mapped_file_queue;
 mod message_store;
 mod prefault;
+mod queue_ops;
 mod recovery;
 mod retention;
 mod state;
