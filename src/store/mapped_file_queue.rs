@@ -5,8 +5,17 @@
 //! [ full               ][ full               ][ wrote … | free     ]
 //! ```
 //!
-//! With preallocation on (the CommitLog), creating segment N starts building and pre-faulting
-//! segment N+1 on a background thread, so a roll never pays for file creation or page faults.
+//! With preallocation on (the CommitLog), creating segment N starts building (and, with
+//! `warmMapedFileEnable`, pre-faulting) segment N+1 on a background thread, so a roll never pays
+//! for file creation. Disk blocks are given either to the whole segment when it is created, or
+//! (`commitLogAllocateAheadSize` below the segment size) a chunk at a time just ahead of the
+//! write end ([`MappedFileQueue::allocate_ahead_of_write`], run by the prefault thread):
+//!
+//! ```text
+//! segment N   ....written....|..allocated (ahead)..|....sparse....
+//!                          write end        end + ahead, rounded up to a chunk (ahead / 4)
+//! segment N+1 sparse until the window ahead reaches it
+//! ```
 //!
 //! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
@@ -30,6 +39,9 @@ pub struct MappedFileQueue {
     preallocate: bool,
     /// Populate new segments in the background (`warmMapedFileEnable`).
     warm: bool,
+    /// Journal segments: bytes given disk blocks ahead of the write end; the file size or more
+    /// allocates each whole segment when it is created, 0 none (sparse, as Java's).
+    allocate_ahead: usize,
     /// A segment was created whose directory entry is not yet durable: the next flush syncs
     /// the directory first (ConsumeQueue segments are created on the dispatch path).
     dir_unsynced: std::sync::atomic::AtomicBool,
@@ -70,6 +82,7 @@ impl MappedFileQueue {
             flushed_where: AtomicU64::new(0),
             preallocate,
             warm: false,
+            allocate_ahead: usize::MAX,
             dir_unsynced: std::sync::atomic::AtomicBool::new(false),
             next: Mutex::new(None),
         })
@@ -80,6 +93,48 @@ impl MappedFileQueue {
     pub fn warm(mut self, on: bool) -> Self {
         self.warm = on;
         self
+    }
+
+    /// How many bytes ahead of the write end journal segments get their disk blocks
+    /// (`commitLogAllocateAheadSize`; the default allocates each whole segment at creation).
+    pub fn allocate_ahead(mut self, bytes: usize) -> Self {
+        self.allocate_ahead = bytes;
+        self
+    }
+
+    /// Bytes a new journal segment gets its blocks for when it is created.
+    fn allocate_at_creation(&self) -> usize {
+        if self.allocate_ahead >= self.file_size {
+            self.file_size
+        } else {
+            0
+        }
+    }
+
+    /// Chunked allocation: gives the segments from the write end up to `allocate_ahead` bytes
+    /// past it their disk blocks, a chunk (a quarter of the window) at a time, so a call while
+    /// the write end stays inside one chunk allocates nothing. Returns the bytes allocated. For
+    /// the prefault thread: a `fallocate` costs the writer nothing there.
+    pub fn allocate_ahead_of_write(&self) -> std::io::Result<u64> {
+        let Some((ahead, chunk)) = self.chunking() else { return Ok(0) };
+        let end = self.max_offset();
+        let target = end.saturating_add(ahead).next_multiple_of(chunk);
+        let (mut at, mut done) = (end, 0u64);
+        while at < target {
+            // None past the last segment: the next one gets its blocks once it is in use.
+            let Some(f) = self.find(at) else { break };
+            let from = f.file_from_offset();
+            done += f.allocate_to((target.min(from + f.size() as u64) - from) as usize)? as u64;
+            at = from + f.size() as u64;
+        }
+        Ok(done)
+    }
+
+    /// `(window, chunk)` when journal segments get their blocks ahead of the write end.
+    fn chunking(&self) -> Option<(u64, u64)> {
+        let ahead = self.allocate_ahead as u64;
+        let chunk = (ahead / 4).max(1).next_multiple_of(super::mapped_file::OS_PAGE_SIZE as u64);
+        (self.preallocate && ahead > 0 && self.allocate_ahead < self.file_size).then_some((ahead, chunk))
     }
 
     pub fn dir(&self) -> &Path {
@@ -184,11 +239,8 @@ impl MappedFileQueue {
             }
         }
         let journal = self.preallocate;
-        let file = MappedFile::create(&self.dir, start, self.file_size, journal).map_err(StoreError::io(format!(
-            "create segment {} in {}",
-            start,
-            self.dir.display()
-        )))?;
+        let file = MappedFile::create(&self.dir, start, self.file_size, journal, self.allocate_at_creation())
+            .map_err(StoreError::io(format!("create segment {} in {}", start, self.dir.display())))?;
         if !journal {
             self.dir_unsynced.store(true, Ordering::Release);
         }
@@ -196,9 +248,9 @@ impl MappedFileQueue {
     }
 
     fn prepare(&self, start: u64) {
-        let (dir, size, warm) = (self.dir.clone(), self.file_size, self.warm);
+        let (dir, size, warm, allocate) = (self.dir.clone(), self.file_size, self.warm, self.allocate_at_creation());
         let spawned = std::thread::Builder::new().name("ferrocket-prealloc".into()).spawn(move || {
-            let f = MappedFile::create(&dir, start, size, true)?;
+            let f = MappedFile::create(&dir, start, size, true, allocate)?;
             if warm {
                 f.prefault();
             }
@@ -352,6 +404,46 @@ mod tests {
         assert_eq!(again.files().len(), 1);
         assert_eq!(again.max_offset(), 100);
         assert!(MappedFileQueue::load(dir.path(), 8192, false).is_err(), "size mismatch must fail");
+    }
+
+    /// #28.6: with a window smaller than the segment, blocks follow the write end a chunk
+    /// (a quarter of the window) at a time, into the next segment once it is in use.
+    #[test]
+    fn allocates_a_chunk_at_a_time_ahead_of_the_write_end() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let on_disk = |f: &MappedFile| std::fs::metadata(f.path()).unwrap().blocks() * 512;
+        let q = MappedFileQueue::load(dir.path(), 64 * 4096, true).unwrap().allocate_ahead(16 * 4096);
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 0, "no segment yet");
+        let f = q.last_for_write(0).unwrap();
+        assert_eq!(on_disk(&f), 0, "created sparse");
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 16 * 4096);
+        // The window's end moves into the next chunk: all of it is allocated.
+        f.append(&[1u8; 4096], 1).unwrap().unwrap();
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 4 * 4096, "one chunk more");
+        f.append(&[1u8; 3 * 4096], 2).unwrap().unwrap();
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 0, "still inside that chunk");
+        f.append(&[1u8; 4096], 2).unwrap().unwrap();
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 4 * 4096, "the next one");
+        assert_eq!(on_disk(&f), 24 * 4096);
+        // Near the end: the window stops at the segment's end until the next is in use.
+        f.append(&[1u8; 55 * 4096], 3).unwrap().unwrap();
+        q.allocate_ahead_of_write().unwrap();
+        assert_eq!(on_disk(&f), 64 * 4096);
+        f.mark_full();
+        let g = q.last_for_write(0).unwrap();
+        assert_eq!(on_disk(&g), 0, "the next segment was created without blocks");
+        assert_eq!(q.allocate_ahead_of_write().unwrap(), 16 * 4096);
+        assert_eq!(on_disk(&g), 16 * 4096);
+        // A window as large as the segment: whole segments at creation, nothing ahead.
+        let whole = MappedFileQueue::load(&dir.path().join("w"), 64 * 4096, true).unwrap().allocate_ahead(64 * 4096);
+        let w = whole.last_for_write(0).unwrap();
+        assert_eq!(on_disk(&w), 64 * 4096);
+        assert_eq!(whole.allocate_ahead_of_write().unwrap(), 0);
+        // None: sparse throughout.
+        let none = MappedFileQueue::load(&dir.path().join("n"), 64 * 4096, true).unwrap().allocate_ahead(0);
+        let n = none.last_for_write(0).unwrap();
+        assert_eq!((on_disk(&n), none.allocate_ahead_of_write().unwrap()), (0, 0));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod config_files;
 mod config_live;
 mod crash;
 mod crash_log_start;
+mod disk_footprint;
 mod docs;
 mod golden;
 mod ha;
