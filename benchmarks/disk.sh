@@ -8,7 +8,8 @@
 #   benchmarks/disk.sh 3 10 main=/tmp/ferrocket-main new=target/release/ferrocket \
 #       sparse=target/release/ferrocket:commitLogAllocateAheadSize=0
 #
-# Run it under the shared cargo lock on a shared machine; turns rotate their order per round.
+# Run it under the shared cargo lock on a shared machine (load1: the 1-minute load average after
+# the turn; 2 cores, one turn uses about 2); turns reverse their order every other round.
 set -u
 ROUNDS=${1:?rounds}; SECS=${2:?seconds}; shift 2
 turn() { # label binary flush extra-keys
@@ -28,7 +29,7 @@ turn() { # label binary flush extra-keys
   c0=$(awk '{print $14+$15}' "/proc/$br/stat")
   out=$("$bin" bench produce -n "127.0.0.1:$np" -t Load --seconds "$SECS" --json 2>/dev/null | tail -1)
   c1=$(awk '{print $14+$15}' "/proc/$br/stat")
-  echo "$flush $label du_after_10_kB=$du10 du_after_kB=$(du -sk "$d/store" | cut -f1) cpu_ticks=$((c1 - c0)) errors=$(grep -c ERROR "$d/broker.log") $out"
+  echo "$flush $label du_after_10_kB=$du10 du_after_kB=$(du -sk "$d/store" | cut -f1) cpu_ticks=$((c1 - c0)) errors=$(grep -c ERROR "$d/broker.log") load1=$(cut -d' ' -f1 /proc/loadavg) $out"
   kill "$br"; wait "$br"; kill "$ns"; wait "$ns" 2>/dev/null
   rm -rf "$d"
 }

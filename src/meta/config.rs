@@ -129,7 +129,7 @@ config_struct! {
         warm_maped_file_enable: bool = false => "warmMapedFileEnable",
         /// Bytes of CommitLog given disk blocks ahead of the write end (ferrocket's key:
         /// `StoreConfig::commit_log_allocate_ahead_size`).
-        commit_log_allocate_ahead_size: usize = 16 * 1024 * 1024 => "commitLogAllocateAheadSize",
+        commit_log_allocate_ahead_size: usize = 4 * 1024 * 1024 => "commitLogAllocateAheadSize",
         timer_wheel_enable: bool = true => "timerWheelEnable",
         timer_max_delay_sec: i64 = 259_200 => "timerMaxDelaySec",
         /// Snapped to 100, 200, 500 or 1000 as Java's setter does ([`Self::timer_precision`]).

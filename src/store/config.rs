@@ -95,7 +95,7 @@ impl Default for StoreConfig {
             max_message_size: 4 * 1024 * 1024,
             check_crc_on_recover: true,
             warm_mapped_file_enable: false,
-            commit_log_allocate_ahead_size: 16 * 1024 * 1024,
+            commit_log_allocate_ahead_size: 4 * 1024 * 1024,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,

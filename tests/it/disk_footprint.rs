@@ -58,7 +58,7 @@ async fn a_fresh_store_under_the_default_config_takes_a_few_megabytes() {
     wait_max_offset(&c, &b.addr, "DiskT", 0, 10).await;
     let (blocks, longest) = on_disk(dir.path());
     assert_eq!(longest, 1 << 30, "mappedFileSizeCommitLog still sizes the segments");
-    assert!(blocks < 64 * MIB, "a fresh store holds {} MiB of disk", blocks / MIB);
+    assert!(blocks < 16 * MIB, "a fresh store holds {} MiB of disk", blocks / MIB);
     b.stop().await;
 }
 
@@ -82,7 +82,7 @@ async fn a_slave_store_takes_a_few_megabytes_too() {
     for dir in [master_dir.path(), slave_dir.path()] {
         let (blocks, longest) = on_disk(dir);
         assert_eq!(longest, 1 << 30);
-        assert!(blocks < 64 * MIB, "{} holds {} MiB of disk", dir.display(), blocks / MIB);
+        assert!(blocks < 16 * MIB, "{} holds {} MiB of disk", dir.display(), blocks / MIB);
     }
     slave.stop().await;
     master.stop().await;
