@@ -6,12 +6,10 @@
 //! in docs/architecture.md.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use tracing::{info, warn};
 
 use crate::config::{config_struct, home_dir, read_properties, ConfigError};
-use crate::store::{FlushDiskType, StoreConfig};
 
 /// The remoting frame limit Java uses by default (16 MiB; `protocol::frame::DEFAULT_MAX_FRAME`,
 /// which a test in `broker` keeps equal).
@@ -129,6 +127,9 @@ config_struct! {
         max_filter_message_size: usize = 16_000 => "maxFilterMessageSize",
         transient_store_pool_enable: bool = false => "transientStorePoolEnable",
         warm_maped_file_enable: bool = false => "warmMapedFileEnable",
+        /// Bytes of CommitLog given disk blocks ahead of the write end (ferrocket's key:
+        /// `StoreConfig::commit_log_allocate_ahead_size`).
+        commit_log_allocate_ahead_size: usize = 4 * 1024 * 1024 => "commitLogAllocateAheadSize",
         timer_wheel_enable: bool = true => "timerWheelEnable",
         timer_max_delay_sec: i64 = 259_200 => "timerMaxDelaySec",
         /// Snapped to 100, 200, 500 or 1000 as Java's setter does ([`Self::timer_precision`]).
@@ -395,56 +396,6 @@ impl BrokerConfig {
         self.store_path_root_dir.join("config")
     }
 
-    /// The store's settings. Loop intervals are at least 1 ms: 0 (at boot or from
-    /// UPDATE_BROKER_CONFIG) would spin a thread.
-    pub fn store_config(&self) -> StoreConfig {
-        let ms = Duration::from_millis;
-        StoreConfig {
-            store_path_root_dir: self.store_path_root_dir.clone(),
-            store_path_commit_log: (!self.store_path_commit_log.is_empty())
-                .then(|| PathBuf::from(&self.store_path_commit_log)),
-            mapped_file_size_commit_log: self.mapped_file_size_commit_log,
-            mapped_file_size_consume_queue: self.mapped_file_size_consume_queue,
-            flush_disk_type: if self.flush_disk_type == "SYNC_FLUSH" {
-                FlushDiskType::SyncFlush
-            } else {
-                FlushDiskType::AsyncFlush
-            },
-            flush_interval_commit_log: ms(self.flush_interval_commit_log.max(1)),
-            flush_commit_log_least_pages: self.flush_commit_log_least_pages,
-            flush_commit_log_thorough_interval: ms(self.flush_commit_log_thorough_interval),
-            flush_interval_consume_queue: ms(self.flush_interval_consume_queue.max(1)),
-            flush_consume_queue_least_pages: self.flush_consume_queue_least_pages,
-            flush_consume_queue_thorough_interval: ms(self.flush_consume_queue_thorough_interval),
-            sync_flush_timeout: ms(self.sync_flush_timeout),
-            max_message_size: self.max_message_size,
-            check_crc_on_recover: self.check_crc_on_recover,
-            warm_mapped_file_enable: self.warm_maped_file_enable,
-            message_index_enable: self.message_index_enable,
-            max_hash_slot_num: self.max_hash_slot_num,
-            max_index_num: self.max_index_num,
-            file_reserved_time: self.file_reserved_time,
-            delete_when: self.delete_when.clone(),
-            disk_max_used_space_ratio: self.disk_max_used_space_ratio,
-            disk_space_warning_level_ratio: self.disk_space_warning_level_ratio,
-            disk_space_clean_forcibly_ratio: self.disk_space_clean_forcibly_ratio,
-            clean_file_forcibly_enable: self.clean_file_forcibly_enable,
-            clean_resource_interval: ms(self.clean_resource_interval.max(1)),
-            delete_file_batch_max: self.delete_file_batch_max,
-            max_transfer_bytes_on_message_in_memory: self.max_transfer_bytes_on_message_in_memory,
-            max_transfer_count_on_message_in_memory: self.max_transfer_count_on_message_in_memory,
-            max_transfer_bytes_on_message_in_disk: self.max_transfer_bytes_on_message_in_disk,
-            max_transfer_count_on_message_in_disk: self.max_transfer_count_on_message_in_disk,
-            access_message_in_memory_max_ratio: self.access_message_in_memory_max_ratio,
-            max_filter_message_size: self.max_filter_message_size,
-            default_query_max_num: self.default_query_max_num,
-            delay_level_millis: self.delay_levels().unwrap_or_default(),
-            enable_compaction: self.enable_compaction,
-            compaction_interval: ms(self.compaction_schedule_internal.max(1)),
-            max_offset_map_size: self.max_offset_map_size,
-        }
-    }
-
     /// The keys `-m` prints (`BrokerStartup -m`: the important ones).
     pub fn important_entries(&self) -> Vec<(&'static str, String)> {
         const IMPORTANT: &[&str] = &[
@@ -463,6 +414,10 @@ impl BrokerConfig {
         self.entries().into_iter().filter(|(k, _)| IMPORTANT.contains(k)).collect()
     }
 }
+
+/// [`BrokerConfig::store_config`]: the store's part of the keys.
+#[path = "config_store.rs"]
+mod store;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

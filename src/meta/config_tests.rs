@@ -2,6 +2,7 @@
 //!
 //! Unit tests of `meta::config` (included with `#[path]`): they may import what it may.
 use super::*;
+use crate::store::FlushDiskType;
 
 #[test]
 fn java_keys_load_and_refusals_name_the_key() {

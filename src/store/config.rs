@@ -37,6 +37,12 @@ pub struct StoreConfig {
     /// allocated (in the background), so appends take no page faults. Off by default as in Java:
     /// it writes the whole segment (1 GiB of zeros) through the page cache up front.
     pub warm_mapped_file_enable: bool,
+    /// `commitLogAllocateAheadSize` (ferrocket's): bytes of the CommitLog given their disk blocks
+    /// (`fallocate`) ahead of the write end, in chunks of a quarter of it, by a background
+    /// thread; appends then find their blocks allocated. At least `mappedFileSizeCommitLog`:
+    /// each whole segment at creation (the next one too, ahead of time); 0: none (sparse, as
+    /// Java's: blocks are allocated by the writes).
+    pub commit_log_allocate_ahead_size: usize,
     pub message_index_enable: bool,
     pub max_hash_slot_num: usize,
     pub max_index_num: usize,
@@ -89,6 +95,7 @@ impl Default for StoreConfig {
             max_message_size: 4 * 1024 * 1024,
             check_crc_on_recover: true,
             warm_mapped_file_enable: false,
+            commit_log_allocate_ahead_size: 4 * 1024 * 1024,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,

@@ -5,8 +5,17 @@
 //! [ full               ][ full               ][ wrote … | free     ]
 //! ```
 //!
-//! With preallocation on (the CommitLog), creating segment N starts building and pre-faulting
-//! segment N+1 on a background thread, so a roll never pays for file creation or page faults.
+//! With preallocation on (the CommitLog), creating segment N starts building (and, with
+//! `warmMapedFileEnable`, pre-faulting) segment N+1 on a background thread, so a roll never pays
+//! for file creation. Disk blocks are given either to the whole segment when it is created, or
+//! (`commitLogAllocateAheadSize` below the segment size) a chunk at a time just ahead of the
+//! write end ([`MappedFileQueue::allocate_ahead_of_write`], run by the prefault thread):
+//!
+//! ```text
+//! segment N   ....written....|..allocated (ahead)..|....sparse....
+//!                          write end        end + ahead, rounded up to a chunk (ahead / 4)
+//! segment N+1 sparse until the window ahead reaches it
+//! ```
 //!
 //! May import: nothing outside `store/` (the area's rule: docs/architecture.md).
 
@@ -30,6 +39,9 @@ pub struct MappedFileQueue {
     preallocate: bool,
     /// Populate new segments in the background (`warmMapedFileEnable`).
     warm: bool,
+    /// Journal segments: bytes given disk blocks ahead of the write end; the file size or more
+    /// allocates each whole segment when it is created, 0 none (sparse, as Java's).
+    allocate_ahead: usize,
     /// A segment was created whose directory entry is not yet durable: the next flush syncs
     /// the directory first (ConsumeQueue segments are created on the dispatch path).
     dir_unsynced: std::sync::atomic::AtomicBool,
@@ -70,6 +82,7 @@ impl MappedFileQueue {
             flushed_where: AtomicU64::new(0),
             preallocate,
             warm: false,
+            allocate_ahead: usize::MAX,
             dir_unsynced: std::sync::atomic::AtomicBool::new(false),
             next: Mutex::new(None),
         })
@@ -80,6 +93,48 @@ impl MappedFileQueue {
     pub fn warm(mut self, on: bool) -> Self {
         self.warm = on;
         self
+    }
+
+    /// How many bytes ahead of the write end journal segments get their disk blocks
+    /// (`commitLogAllocateAheadSize`; the default allocates each whole segment at creation).
+    pub fn allocate_ahead(mut self, bytes: usize) -> Self {
+        self.allocate_ahead = bytes;
+        self
+    }
+
+    /// Bytes a new journal segment gets its blocks for when it is created.
+    fn allocate_at_creation(&self) -> usize {
+        if self.allocate_ahead >= self.file_size {
+            self.file_size
+        } else {
+            0
+        }
+    }
+
+    /// Chunked allocation: gives the segments from the write end up to `allocate_ahead` bytes
+    /// past it their disk blocks, a chunk (a quarter of the window) at a time, so a call while
+    /// the write end stays inside one chunk allocates nothing. Returns the bytes allocated. For
+    /// the prefault thread: a `fallocate` costs the writer nothing there.
+    pub fn allocate_ahead_of_write(&self) -> std::io::Result<u64> {
+        let Some((ahead, chunk)) = self.chunking() else { return Ok(0) };
+        let end = self.max_offset();
+        let target = end.saturating_add(ahead).next_multiple_of(chunk);
+        let (mut at, mut done) = (end, 0u64);
+        while at < target {
+            // None past the last segment: the next one gets its blocks once it is in use.
+            let Some(f) = self.find(at) else { break };
+            let from = f.file_from_offset();
+            done += f.allocate_to((target.min(from + f.size() as u64) - from) as usize)? as u64;
+            at = from + f.size() as u64;
+        }
+        Ok(done)
+    }
+
+    /// `(window, chunk)` when journal segments get their blocks ahead of the write end.
+    fn chunking(&self) -> Option<(u64, u64)> {
+        let ahead = self.allocate_ahead as u64;
+        let chunk = (ahead / 4).max(1).next_multiple_of(super::mapped_file::OS_PAGE_SIZE as u64);
+        (self.preallocate && ahead > 0 && self.allocate_ahead < self.file_size).then_some((ahead, chunk))
     }
 
     pub fn dir(&self) -> &Path {
@@ -184,11 +239,8 @@ impl MappedFileQueue {
             }
         }
         let journal = self.preallocate;
-        let file = MappedFile::create(&self.dir, start, self.file_size, journal).map_err(StoreError::io(format!(
-            "create segment {} in {}",
-            start,
-            self.dir.display()
-        )))?;
+        let file = MappedFile::create(&self.dir, start, self.file_size, journal, self.allocate_at_creation())
+            .map_err(StoreError::io(format!("create segment {} in {}", start, self.dir.display())))?;
         if !journal {
             self.dir_unsynced.store(true, Ordering::Release);
         }
@@ -196,9 +248,9 @@ impl MappedFileQueue {
     }
 
     fn prepare(&self, start: u64) {
-        let (dir, size, warm) = (self.dir.clone(), self.file_size, self.warm);
+        let (dir, size, warm, allocate) = (self.dir.clone(), self.file_size, self.warm, self.allocate_at_creation());
         let spawned = std::thread::Builder::new().name("ferrocket-prealloc".into()).spawn(move || {
-            let f = MappedFile::create(&dir, start, size, true)?;
+            let f = MappedFile::create(&dir, start, size, true, allocate)?;
             if warm {
                 f.prefault();
             }
@@ -289,82 +341,4 @@ impl MappedFileQueue {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Before: a deleted topic's new queue (its directory not yet synced) flushed by the
-    /// housekeeping thread after its directory was removed logged "consume queue flush failed"
-    /// (ENOENT) at ERROR (seen under franz-go's tests, which delete their topics).
-    #[test]
-    fn a_destroyed_queue_flushes_without_an_error_once_its_directory_is_gone() {
-        let dir = tempfile::tempdir().unwrap();
-        let qdir = dir.path().join("topic").join("0");
-        let q = MappedFileQueue::load(&qdir, 4096, false).unwrap();
-        q.last_for_write(0).unwrap().append(b"x", 1).unwrap();
-        assert!(q.dir_unsynced.load(Ordering::Acquire));
-        // The flush thread's race: it took the flag, then the topic's files and directory went.
-        q.dir_unsynced.store(true, Ordering::Release);
-        let n = q.read().len();
-        q.delete_first(n).unwrap();
-        std::fs::remove_dir_all(dir.path().join("topic")).unwrap();
-        q.flush(0).expect("nothing left to flush is no error");
-        q.destroy().unwrap();
-        assert!(!q.dir_unsynced.load(Ordering::Acquire), "a destroyed queue has no directory to sync");
-    }
-
-    #[test]
-    fn a_sparse_segment_has_its_directory_synced_by_the_next_flush() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
-        let f = q.last_for_write(0).unwrap();
-        assert!(q.dir_unsynced.load(Ordering::Acquire), "created without a directory sync");
-        f.append(b"x", 1).unwrap();
-        q.flush(0).unwrap();
-        assert!(!q.dir_unsynced.load(Ordering::Acquire), "the flush synced the directory");
-        let journal = MappedFileQueue::load(&dir.path().join("j"), 4096, true).unwrap();
-        journal.last_for_write(0).unwrap();
-        assert!(!journal.dir_unsynced.load(Ordering::Acquire), "a journal segment is synced at creation");
-    }
-
-    #[test]
-    fn rolls_segments_and_finds_offsets() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = MappedFileQueue::load(dir.path(), 4096, true).unwrap().warm(true);
-        assert_eq!(q.max_offset(), 0);
-        let f = q.last_for_write(0).unwrap();
-        f.append(&[1u8; 4096], 1).unwrap();
-        let g = q.last_for_write(0).unwrap();
-        assert_eq!(g.file_from_offset(), 4096);
-        g.append(&[2u8; 100], 2).unwrap();
-        assert_eq!(q.max_offset(), 4196);
-        assert_eq!(q.find(4100).unwrap().file_from_offset(), 4096);
-        assert_eq!(q.find(10).unwrap().file_from_offset(), 0);
-        assert!(q.find(9000).is_none());
-        assert_eq!(q.flush(0).unwrap(), 4196);
-
-        let again = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
-        // The preallocated third segment exists too.
-        assert!(again.files().len() >= 2);
-        again.truncate_dirty(4196).unwrap();
-        assert_eq!(again.files().len(), 2);
-        assert_eq!(again.max_offset(), 4196);
-        again.truncate_dirty(100).unwrap();
-        assert_eq!(again.files().len(), 1);
-        assert_eq!(again.max_offset(), 100);
-        assert!(MappedFileQueue::load(dir.path(), 8192, false).is_err(), "size mismatch must fail");
-    }
-
-    #[test]
-    fn delete_first_keeps_slices_readable() {
-        let dir = tempfile::tempdir().unwrap();
-        let q = MappedFileQueue::load(dir.path(), 4096, false).unwrap();
-        let f = q.last_for_write(0).unwrap();
-        f.append(b"abc", 1).unwrap();
-        let s = f.slice(0, 3).unwrap();
-        f.mark_full();
-        q.last_for_write(0).unwrap();
-        assert_eq!(q.delete_first(1).unwrap(), 1);
-        assert_eq!(q.min_offset(), 4096);
-        assert_eq!(&*s, b"abc");
-    }
-}
+mod tests;

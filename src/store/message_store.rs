@@ -80,7 +80,8 @@ impl MessageStore {
             &config.commit_log_dir(),
             config.mapped_file_size_commit_log,
             config.warm_mapped_file_enable,
-        )?;
+        )?
+        .allocate_ahead(config.commit_log_allocate_ahead_size);
         let starts = super::log_start::LogStarts::load(&config.log_start_path())?;
         let queues = ConsumeQueueTable::load(&config.consume_queue_dir(), config.consume_queue_file_size(), starts)?;
         let checkpoint = Checkpoint::load(&config.checkpoint_path())?;

@@ -28,6 +28,7 @@ pub mod commit_log;
 pub mod compaction;
 pub mod config;
 pub mod consume_queue;
+mod disk_usage;
 mod dispatch;
 mod flush;
 pub mod get;

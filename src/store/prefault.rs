@@ -12,6 +12,10 @@
 //! memory the hypervisor has not backed yet) stalled every put behind it. Java has no counterpart (its `warmMapedFileEnable` touches whole segments up
 //! front; that stays a separate, opt-in key here).
 //!
+//! The same thread gives the CommitLog its disk blocks ahead of the write end when
+//! `commitLogAllocateAheadSize` is below the segment size
+//! ([`super::mapped_file_queue::MappedFileQueue::allocate_ahead_of_write`]).
+//!
 //! May import: `super::state` (the shared store state) and `super::mapped_file`.
 
 use std::time::Duration;
@@ -35,7 +39,15 @@ pub fn run(inner: &Inner) {
     let files = inner.commit_log.files();
     let mut done = 0u64;
     let mut last_end = u64::MAX;
+    let mut allocating = true;
     loop {
+        if allocating {
+            if let Err(e) = files.allocate_ahead_of_write() {
+                // Appends allocate their blocks themselves: slower, as correct.
+                warn!(error = %e, "cannot allocate CommitLog blocks ahead of the write end; appends allocate them");
+                allocating = false;
+            }
+        }
         let end = files.max_offset();
         let wait = if end == last_end { IDLE_CHECK } else { CHECK };
         last_end = end;

@@ -32,29 +32,15 @@ pub fn run(inner: &Inner) {
     }
 }
 
-/// Percentage of the disk holding `path` in use, rounded up, as Java computes it
-/// (`UtilAll.getDiskPartitionSpaceUsedPercent`) and as `df` shows it.
-fn disk_used_ratio(path: &std::path::Path) -> Option<u32> {
-    let total = fs4::total_space(path).ok()?;
-    used_percent(total, fs4::free_space(path).ok()?, fs4::available_space(path).ok()?)
-}
-
-/// Used over used + usable: blocks reserved for root (free but not usable) count on neither
-/// side. Counting them as used (total - usable over total) made a disk with a large
-/// reservation look nearly full, so retention deleted segments still being read and writes
-/// were refused on a disk `df` showed at 57 %.
-fn used_percent(total: u64, free: u64, usable: u64) -> Option<u32> {
-    let used = total.checked_sub(free)?;
-    let entire = used.checked_add(usable).filter(|e| *e > 0)?;
-    u32::try_from((u128::from(used) * 100).div_ceil(u128::from(entire))).ok()
-}
-
 /// One pass: check the disk, delete what may go. Returns the CommitLog segments deleted.
 pub(super) fn clean_pass(inner: &Inner, now: SystemTime, manual: bool) -> Result<usize, StoreError> {
     // Read per pass (as Java's CleanCommitLogService does): UPDATE_BROKER_CONFIG changes the
     // ratios, deleteWhen and fileReservedTime live.
     let c = inner.live();
-    let ratio = inner.disk_usage_override().or_else(|| disk_used_ratio(&c.commit_log_dir())).unwrap_or(0);
+    let ratio = inner
+        .disk_usage_override()
+        .or_else(|| super::disk_usage::used_percent_at(&c.commit_log_dir(), inner.commit_log.files()))
+        .unwrap_or(0);
     let warning = c.disk_space_warning_level_ratio.clamp(35, 90);
     let forcibly = c.disk_space_clean_forcibly_ratio.clamp(30, 85);
     let max_used = c.disk_max_used_space_ratio.clamp(10, 95);
@@ -135,7 +121,7 @@ mod tests {
 
     use chrono::Timelike;
 
-    use super::{clean_pass, used_percent};
+    use super::clean_pass;
     use crate::model::message::MessageToStore;
     use crate::store::{FlushDiskType, MessageStore, StoreConfig};
 
@@ -205,19 +191,5 @@ mod tests {
         assert_eq!(store.live_config().mapped_file_size_commit_log, 64 * 1024);
         assert_eq!(store.live_config().file_reserved_time, 48);
         store.shutdown().unwrap();
-    }
-
-    #[test]
-    fn disk_usage_leaves_reserved_blocks_out_as_java_and_df_do() {
-        const G: u64 = 1 << 30;
-        // This machine's disk: 251 GiB, 200 GiB free, 39 GiB usable (a large root reservation).
-        assert_eq!(used_percent(251 * G, 200 * G, 39 * G), Some(57), "df shows 57%, not 85%");
-        // No reservation: used over total, rounded up.
-        assert_eq!(used_percent(100, 40, 40), Some(60));
-        assert_eq!(used_percent(300, 199, 199), Some(34));
-        assert_eq!(used_percent(100, 0, 0), Some(100));
-        // Nonsense from the kernel is no figure rather than a wrong one.
-        assert_eq!(used_percent(100, 101, 0), None);
-        assert_eq!(used_percent(0, 0, 0), None);
     }
 }

@@ -14,6 +14,7 @@ mod config_files;
 mod config_live;
 mod crash;
 mod crash_log_start;
+mod disk_footprint;
 mod docs;
 mod golden;
 mod group_queries;

@@ -14,6 +14,9 @@ pub fn config(dir: &std::path::Path, flush: FlushDiskType) -> StoreConfig {
     StoreConfig {
         store_path_root_dir: dir.to_owned(),
         mapped_file_size_commit_log: 64 * 1024,
+        // Blocks a little ahead of the write end (#28.6): these tests and the kill -9 tests
+        // (crash.rs) run on partly allocated segments, as a broker under the default config does.
+        commit_log_allocate_ahead_size: 16 * 1024,
         mapped_file_size_consume_queue: 20 * 100,
         max_hash_slot_num: 1000,
         max_index_num: 4000,
@@ -52,7 +55,7 @@ pub async fn wait_dispatched(store: &MessageStore) {
     }
 }
 
-fn bodies(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<String> {
+pub fn bodies(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<String> {
     let mut out = Vec::new();
     let mut offset = store.min_offset_in_queue(topic, queue_id);
     loop {

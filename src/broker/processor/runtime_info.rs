@@ -93,10 +93,10 @@ fn timer(b: &BrokerInner, put: &mut impl FnMut(&str, String)) {
 fn disk(b: &BrokerInner, put: &mut impl FnMut(&str, String)) {
     let c = b.store.config();
     let commit_log = c.commit_log_dir();
-    let ratio = used_ratio(&commit_log);
+    let ratio = used_ratio(b, &commit_log);
     put(&format!("commitLogDiskRatio_{}", commit_log.display()), java_double(ratio));
     put("commitLogDiskRatio", java_double(ratio));
-    put("consumeQueueDiskRatio", java_double(used_ratio(&c.consume_queue_dir())));
+    put("consumeQueueDiskRatio", java_double(used_ratio(b, &c.consume_queue_dir())));
     let root = &c.store_path_root_dir;
     if let (Ok(total), Ok(free)) = (fs4::total_space(root), fs4::free_space(root)) {
         put("commitLogDirCapacity", format!("Total : {}, Free : {}.", human_bytes(total), human_bytes(free)));
@@ -104,14 +104,8 @@ fn disk(b: &BrokerInner, put: &mut impl FnMut(&str, String)) {
 }
 
 /// `UtilAll.getDiskPartitionSpaceUsedPercent`: used over used + usable, rounded up to the
-/// percent, as a fraction; -1 when the path cannot be measured.
-fn used_ratio(path: &Path) -> f64 {
-    used_percent(path).map_or(-1.0, |p| p as f64 / 100.0)
-}
-
-fn used_percent(path: &Path) -> Option<u128> {
-    let total = fs4::total_space(path).ok()?;
-    let used = total.checked_sub(fs4::free_space(path).ok()?)?;
-    let entire = used.checked_add(fs4::available_space(path).ok()?).filter(|e| *e > 0)?;
-    Some((u128::from(used) * 100).div_ceil(u128::from(entire)))
+/// percent, as a fraction; the CommitLog's blocks allocated ahead of its write end count as
+/// free (the store's `disk_used_percent`); -1 when the path cannot be measured.
+fn used_ratio(b: &BrokerInner, path: &Path) -> f64 {
+    b.store.disk_used_percent(path).map_or(-1.0, |p| f64::from(p) / 100.0)
 }

@@ -92,6 +92,12 @@ impl CommitLog {
         })
     }
 
+    /// `commitLogAllocateAheadSize`: bytes ahead of the write end that get their disk blocks
+    /// (at least the segment size: each whole segment at creation; 0: none, sparse).
+    pub fn allocate_ahead(self, bytes: usize) -> Self {
+        Self { files: self.files.allocate_ahead(bytes), ..self }
+    }
+
     pub fn files(&self) -> &MappedFileQueue {
         &self.files
     }
