@@ -127,6 +127,8 @@ config_struct! {
         max_filter_message_size: usize = 16_000 => "maxFilterMessageSize",
         transient_store_pool_enable: bool = false => "transientStorePoolEnable",
         warm_maped_file_enable: bool = false => "warmMapedFileEnable",
+        /// The kernel's read-ahead on CommitLog segments; off: MADV_RANDOM (SET_COMMITLOG_READ_MODE).
+        data_read_ahead_enable: bool = true => "dataReadAheadEnable",
         /// Bytes of CommitLog given disk blocks ahead of the write end (ferrocket's key:
         /// `StoreConfig::commit_log_allocate_ahead_size`).
         commit_log_allocate_ahead_size: usize = 4 * 1024 * 1024 => "commitLogAllocateAheadSize",

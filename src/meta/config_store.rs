@@ -34,6 +34,7 @@ impl BrokerConfig {
             max_message_size: self.max_message_size,
             check_crc_on_recover: self.check_crc_on_recover,
             warm_mapped_file_enable: self.warm_maped_file_enable,
+            data_read_ahead_enable: self.data_read_ahead_enable,
             commit_log_allocate_ahead_size: self.commit_log_allocate_ahead_size,
             message_index_enable: self.message_index_enable,
             max_hash_slot_num: self.max_hash_slot_num,

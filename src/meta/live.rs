@@ -58,6 +58,7 @@ pub const LIVE_KEYS: &[&str] = &[
     "enableCompaction",
     "compactionScheduleInternal",
     "maxOffsetMapSize",
+    "dataReadAheadEnable",
 ];
 
 /// Whether a change of `key` takes effect at once.

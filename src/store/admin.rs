@@ -1,6 +1,7 @@
 //! What the broker's admin requests read from and do to the ConsumeQueues directly:
 //! QUERY_CONSUME_QUEUE's raw units, CLEAN_EXPIRED_CONSUMEQUEUE's and CLEAN_UNUSED_TOPIC's view
-//! of which queues exist and what they still point at.
+//! of which queues exist and what they still point at; RESET_MASTER_FLUSH_OFFSET's value in the
+//! checkpoint.
 //!
 //! May import: nothing outside `store/` but `model` (the area's rule: docs/architecture.md).
 
@@ -49,5 +50,18 @@ impl MessageStore {
             *end = (*end).max(q.max_physic_offset());
         }
         out.into_iter().collect()
+    }
+}
+
+impl MessageStore {
+    /// The master's flushed CommitLog offset a slave keeps in its checkpoint
+    /// (`getMasterFlushedOffset`); outside controller mode only RESET_MASTER_FLUSH_OFFSET sets it.
+    pub fn master_flushed_offset(&self) -> i64 {
+        self.inner.checkpoint.master_flushed_offset()
+    }
+
+    /// `setMasterFlushedOffset`: kept in the checkpoint, on disk from its next flush.
+    pub fn set_master_flushed_offset(&self, offset: i64) {
+        self.inner.checkpoint.set_master_flushed_offset(offset);
     }
 }

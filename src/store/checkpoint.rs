@@ -4,7 +4,8 @@
 //!  0 physicMsgTimestamp   store time of the last flushed CommitLog data
 //!  8 logicsMsgTimestamp   store time of the last data in flushed ConsumeQueues
 //! 16 indexMsgTimestamp    end time of the last full, flushed IndexFile
-//! 24 masterFlushedOffset  32 confirmPhyOffset   (controller mode; kept as read)
+//! 24 masterFlushedOffset  set by RESET_MASTER_FLUSH_OFFSET on a slave; shown by haStatus
+//! 32 confirmPhyOffset     (controller mode; kept as read)
 //! ```
 //! Recovery starts from the newest segment written before `min(physic, logics) - 3 s`, which
 //! bounds recovery time by how often this file is written, not by the size of the store.
@@ -28,6 +29,7 @@ enum Field {
     Physic = 0,
     Logics = 8,
     Index = 16,
+    MasterFlushed = 24,
 }
 
 impl Checkpoint {
@@ -71,6 +73,14 @@ impl Checkpoint {
 
     pub fn set_index_msg_timestamp(&self, v: i64) {
         self.set(Field::Index, v)
+    }
+
+    pub fn master_flushed_offset(&self) -> i64 {
+        self.get(Field::MasterFlushed)
+    }
+
+    pub fn set_master_flushed_offset(&self, v: i64) {
+        self.set(Field::MasterFlushed, v)
     }
 
     /// `getMinTimestamp`: recovery may start at data written before this.

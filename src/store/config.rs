@@ -37,6 +37,9 @@ pub struct StoreConfig {
     /// allocated (in the background), so appends take no page faults. Off by default as in Java:
     /// it writes the whole segment (1 GiB of zeros) through the page cache up front.
     pub warm_mapped_file_enable: bool,
+    /// `dataReadAheadEnable`: false advises the kernel of random reads on every CommitLog
+    /// segment (MADV_RANDOM: no read-ahead), live.
+    pub data_read_ahead_enable: bool,
     /// `commitLogAllocateAheadSize` (ferrocket's): bytes of the CommitLog given their disk blocks
     /// (`fallocate`) ahead of the write end, in chunks of a quarter of it, by a background
     /// thread; appends then find their blocks allocated. At least `mappedFileSizeCommitLog`:
@@ -95,6 +98,7 @@ impl Default for StoreConfig {
             max_message_size: 4 * 1024 * 1024,
             check_crc_on_recover: true,
             warm_mapped_file_enable: false,
+            data_read_ahead_enable: true,
             commit_log_allocate_ahead_size: 4 * 1024 * 1024,
             message_index_enable: true,
             max_hash_slot_num: 5_000_000,
@@ -158,6 +162,7 @@ impl StoreConfig {
             enable_compaction: next.enable_compaction,
             compaction_interval: next.compaction_interval,
             max_offset_map_size: next.max_offset_map_size,
+            data_read_ahead_enable: next.data_read_ahead_enable,
             ..self.clone()
         }
     }

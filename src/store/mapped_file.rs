@@ -175,6 +175,12 @@ impl MappedFile {
         Ok(())
     }
 
+    /// `madvise`: random reads (no read-ahead) or back to the kernel's default
+    /// (`scanFileAndSetReadMode`, MADV_RANDOM / MADV_NORMAL).
+    pub fn advise_random_reads(&self, random: bool) -> std::io::Result<()> {
+        self.mmap.advise(if random { memmap2::Advice::Random } else { memmap2::Advice::Normal })
+    }
+
     /// Brings every page from the write position on into the page cache (`warmMappedFile`), so
     /// the first appends do not allocate pages. Call before the file is handed to a writer.
     pub fn prefault(&self) {

@@ -45,6 +45,8 @@ pub struct MappedFileQueue {
     /// A segment was created whose directory entry is not yet durable: the next flush syncs
     /// the directory first (ConsumeQueue segments are created on the dispatch path).
     dir_unsynced: std::sync::atomic::AtomicBool,
+    /// Segments are advised of random reads (`dataReadAheadEnable=false`), new ones too.
+    random_reads: std::sync::atomic::AtomicBool,
     next: Mutex<Option<Prepared>>,
 }
 
@@ -84,6 +86,7 @@ impl MappedFileQueue {
             warm: false,
             allocate_ahead: usize::MAX,
             dir_unsynced: std::sync::atomic::AtomicBool::new(false),
+            random_reads: std::sync::atomic::AtomicBool::new(false),
             next: Mutex::new(None),
         })
     }
@@ -209,6 +212,9 @@ impl MappedFileQueue {
         };
         let (file, prepared) = self.take_prepared(start)?;
         let file = Arc::new(file);
+        if self.random_reads.load(Ordering::Acquire) {
+            advise(&file, true);
+        }
         self.write().push(file.clone());
         if self.preallocate {
             if self.warm && !prepared {
@@ -222,6 +228,15 @@ impl MappedFileQueue {
             self.prepare(start + self.file_size as u64);
         }
         Ok(file)
+    }
+
+    /// Advises every segment, and the ones to come, of random reads (no kernel read-ahead) or
+    /// back to the default (`dataReadAheadEnable`, SET_COMMITLOG_READ_MODE).
+    pub fn set_random_reads(&self, random: bool) {
+        self.random_reads.store(random, Ordering::Release);
+        for f in self.files() {
+            advise(&f, random);
+        }
     }
 
     /// The segment starting at `start`, and whether the preallocation thread made it.
@@ -342,3 +357,10 @@ impl MappedFileQueue {
 
 #[cfg(test)]
 mod tests;
+
+/// A failed advice costs read-ahead behaviour, never data: logged, not returned.
+fn advise(f: &MappedFile, random: bool) {
+    if let Err(e) = f.advise_random_reads(random) {
+        warn!(file = %f.path().display(), error = %e, "madvise of a CommitLog segment failed");
+    }
+}

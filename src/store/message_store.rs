@@ -82,6 +82,7 @@ impl MessageStore {
             config.warm_mapped_file_enable,
         )?
         .allocate_ahead(config.commit_log_allocate_ahead_size);
+        commit_log.files().set_random_reads(!config.data_read_ahead_enable);
         let starts = super::log_start::LogStarts::load(&config.log_start_path())?;
         let queues = ConsumeQueueTable::load(&config.consume_queue_dir(), config.consume_queue_file_size(), starts)?;
         let checkpoint = Checkpoint::load(&config.checkpoint_path())?;

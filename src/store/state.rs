@@ -78,6 +78,7 @@ impl Inner {
     pub(super) fn set_live(&self, next: &StoreConfig) {
         let mut live = self.live.write().unwrap_or_else(|e| e.into_inner());
         *live = Arc::new(live.with_live(next));
+        self.commit_log.files().set_random_reads(!live.data_read_ahead_enable);
     }
 
     pub fn is_running(&self) -> bool {

@@ -1,7 +1,8 @@
 //! The admin request codes that act on the store or on stored state (issue #28 point 4), over
 //! real TCP: DELETE_EXPIRED_COMMITLOG (329), CLEAN_EXPIRED_CONSUMEQUEUE (306),
 //! CLEAN_UNUSED_TOPIC (316), INVOKE_BROKER_TO_RESET_OFFSET (222) for an offline group, and
-//! GET_BROKER_HA_STATUS (907) on a master with a slave and on the slave.
+//! GET_BROKER_HA_STATUS (907) and RESET_MASTER_FLUSH_OFFSET (908) on a master with a slave and
+//! on the slave, SET_COMMITLOG_READ_MODE (2004).
 
 use std::time::Duration;
 
@@ -167,6 +168,68 @@ async fn ha_status_shows_the_master_s_slaves_and_the_slave_s_client() {
     assert_eq!(client_info["maxOffset"].as_i64(), Some(end), "{s}");
     assert!(client_info["masterAddr"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "{s}");
     assert!(client_info["lastReadTimestamp"].as_i64().unwrap() > 0, "{s}");
+
+    // resetMasterFlushOffset (908): the slave keeps it in its checkpoint and shows it; a master
+    // ignores it.
+    assert_eq!(client_info["masterFlushOffset"].as_i64(), Some(0), "{s}");
+    let reset = |offset: &str| request(RequestCode(908), &[("masterFlushOffset", offset)]);
+    ok(&call_addr(&c, &slave.addr, reset("4096")).await);
+    let s = ha_status(&c, &slave.addr).await;
+    assert_eq!(s["haClientRuntimeInfo"]["masterFlushOffset"].as_i64(), Some(4096), "{s}");
+    assert_eq!(slave.inner.store.master_flushed_offset(), 4096);
+    ok(&call_addr(&c, &master.addr, reset("4096")).await);
+    assert_eq!(master.inner.store.master_flushed_offset(), 0, "a master ignores it");
+    let bad = call_addr(&c, &slave.addr, reset("not a number")).await;
+    assert_ne!(bad.response_code(), ResponseCode::SUCCESS, "{:?}", bad.remark);
     slave.stop().await;
     master.stop().await;
+}
+
+/// The `VmFlags` of this process's mappings of `file` (`/proc/self/smaps`): `rr` marks
+/// MADV_RANDOM.
+fn vm_flags_of(file: &std::path::Path) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = file.display().to_string();
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in smaps.lines() {
+        // A mapping's header line: "start-end perms offset dev inode [path]".
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+            inside = line.ends_with(name.as_str());
+        } else if let Some(flags) = line.strip_prefix("VmFlags:").filter(|_| inside) {
+            out.push(flags.trim().to_owned());
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn set_commit_log_read_mode_advises_every_segment_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    ok(&call_addr(&c, &b.addr, send("RAM", 0, b"m", "A")).await);
+    let segment = dir.path().join("commitlog").join("00000000000000000000");
+    let flags = vm_flags_of(&segment);
+    assert!(!flags.is_empty() && flags.iter().all(|f| !f.split(' ').any(|x| x == "rr")), "{flags:?}");
+    let mode = |m: &str| request(RequestCode(2004), &[("READ_AHEAD_MODE", m)]);
+
+    let r = call_addr(&c, &b.addr, mode("1")).await;
+    ok(&r);
+    assert_eq!(r.remark.as_deref(), Some("set commitlog readahead mode success, mode: 1"));
+    let flags = vm_flags_of(&segment);
+    assert!(!flags.is_empty() && flags.iter().all(|f| f.split(' ').any(|x| x == "rr")), "MADV_RANDOM: {flags:?}");
+    let config = call_addr(&c, &b.addr, request(RequestCode::GET_BROKER_CONFIG, &[])).await;
+    assert!(String::from_utf8_lossy(&config.body).contains("dataReadAheadEnable=false\n"));
+
+    ok(&call_addr(&c, &b.addr, mode("0")).await);
+    let flags = vm_flags_of(&segment);
+    assert!(flags.iter().all(|f| !f.split(' ').any(|x| x == "rr")), "MADV_NORMAL again: {flags:?}");
+    let r = call_addr(&c, &b.addr, mode("3")).await;
+    assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER);
+    assert_eq!(r.remark.as_deref(), Some("set commitlog readahead mode param value error"));
+    let r = call_addr(&c, &b.addr, request(RequestCode(2004), &[])).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR);
+    b.stop().await;
 }

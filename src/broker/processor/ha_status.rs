@@ -1,5 +1,5 @@
 //! GET_BROKER_HA_STATUS (907, `mqadmin haStatus`): the replication state as Java's
-//! `HARuntimeInfo` (`DefaultHAService.getRuntimeInfo`).
+//! `HARuntimeInfo` (`DefaultHAService.getRuntimeInfo`); RESET_MASTER_FLUSH_OFFSET (908).
 //!
 //! ```text
 //! master: {master:true, masterCommitLogMaxOffset, inSyncSlaveNums,
@@ -16,6 +16,8 @@ use serde::Serialize;
 use super::{ok, Handled};
 use crate::broker::BrokerInner;
 use crate::ha::flow::{ClientInfo, SlaveInfo};
+use crate::protocol::header::stats::ResetMasterFlushOffsetHeader;
+use crate::protocol::header::CommandHeader;
 use crate::protocol::RemotingCommand;
 
 #[derive(Serialize, Default)]
@@ -48,8 +50,8 @@ struct HaClientRuntimeInfo {
     max_offset: i64,
     last_read_timestamp: i64,
     last_write_timestamp: i64,
-    /// Set only in controller mode (the checkpoint's `masterFlushedOffset`), which ferrocket
-    /// does not have: 0, as a classic Java slave shows.
+    /// The checkpoint's `masterFlushedOffset`: outside controller mode (ferrocket has none)
+    /// only RESET_MASTER_FLUSH_OFFSET (908, `mqadmin resetMasterFlushOffset`) sets it.
     master_flush_offset: i64,
     activated: bool,
 }
@@ -79,7 +81,7 @@ fn master_info(put_where: u64, max_gap: u64, slaves: Vec<SlaveInfo>) -> HaRuntim
     }
 }
 
-fn slave_info(max_offset: u64, c: ClientInfo) -> HaRuntimeInfo {
+fn slave_info(max_offset: u64, master_flush_offset: i64, c: ClientInfo) -> HaRuntimeInfo {
     HaRuntimeInfo {
         master: false,
         ha_client_runtime_info: HaClientRuntimeInfo {
@@ -88,17 +90,30 @@ fn slave_info(max_offset: u64, c: ClientInfo) -> HaRuntimeInfo {
             max_offset: i64_of(max_offset),
             last_read_timestamp: c.last_read_ms,
             last_write_timestamp: c.last_write_ms,
-            master_flush_offset: 0,
+            master_flush_offset,
             activated: false,
         },
         ..HaRuntimeInfo::default()
     }
 }
 
+/// RESET_MASTER_FLUSH_OFFSET (908, `mqadmin resetMasterFlushOffset`): a slave keeps the
+/// offset in its checkpoint (Java's `setMasterFlushedOffset`); a master ignores it. SUCCESS
+/// either way, as Java.
+pub fn reset_master_flush_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = ResetMasterFlushOffsetHeader::decode(&req.ext_fields)?;
+    if b.config.broker_id != 0 {
+        if let Some(offset) = h.master_flush_offset {
+            b.store.set_master_flushed_offset(offset);
+        }
+    }
+    Ok(Some(ok(req)))
+}
+
 pub fn get_broker_ha_status(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let max = b.store.commit_log_max_offset();
     let info = match (&b.ha_service, &b.ha_client) {
-        (_, Some(client)) => slave_info(max, client.runtime_info()),
+        (_, Some(client)) => slave_info(max, b.store.master_flushed_offset(), client.runtime_info()),
         (Some(ha), None) => master_info(max, ha.max_gap(), ha.slaves()),
         // A master whose HA port is not served has no slaves.
         (None, None) => master_info(max, 0, Vec::new()),
@@ -129,6 +144,7 @@ mod tests {
         assert_eq!(v["haConnectionInfo"][1]["inSync"], false);
         let info = slave_info(
             77,
+            640,
             ClientInfo { master_addr: Some("m:10912".into()), bytes_per_second: 5, last_read_ms: 1, last_write_ms: 2 },
         );
         let v = serde_json::to_value(&info).unwrap();
@@ -136,5 +152,6 @@ mod tests {
         assert_eq!(v["haClientRuntimeInfo"]["masterAddr"], "m:10912");
         assert_eq!(v["haClientRuntimeInfo"]["maxOffset"], 77);
         assert_eq!(v["haClientRuntimeInfo"]["lastWriteTimestamp"], 2);
+        assert_eq!(v["haClientRuntimeInfo"]["masterFlushOffset"], 640);
     }
 }

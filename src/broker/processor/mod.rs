@@ -157,6 +157,8 @@ impl BrokerProcessor {
             RequestCode(321) => query_cq::query_consume_queue(b, req),
             RequestCode(329) => store_admin::delete_expired_commit_log(b, req).await,
             RequestCode(907) => ha_status::get_broker_ha_status(b, req),
+            RequestCode(908) => ha_status::reset_master_flush_offset(b, req),
+            RequestCode(2004) => store_admin::set_commit_log_read_mode(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,
             RequestCode::UPDATE_AND_CREATE_ACL_CONFIG => acl_admin::update_and_create_acl_config(b, req).await,

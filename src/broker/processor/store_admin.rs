@@ -1,6 +1,7 @@
 //! Store housekeeping on request (`mqadmin cleanExpiredCQ`, `deleteExpiredCommitLog`,
 //! `cleanUnusedTopic`): CLEAN_EXPIRED_CONSUMEQUEUE (306), DELETE_EXPIRED_COMMITLOG (329),
-//! CLEAN_UNUSED_TOPIC (316). Each answers SUCCESS once done, as Java does.
+//! CLEAN_UNUSED_TOPIC (316). Each answers SUCCESS once done, as Java does. And the CommitLog's
+//! read-ahead (`setCommitLogReadAheadMode`, SET_COMMITLOG_READ_MODE 2004).
 //!
 //! ```text
 //! 329  one retention pass now, whatever deleteWhen says: CommitLog segments older than
@@ -78,4 +79,34 @@ pub async fn clean_expired_consume_queue(b: &Arc<BrokerInner>, req: &RemotingCom
     let n = delete_queues(b, expired).await?;
     info!(topics = n, min_offset = min, "cleanExpiredCQ: expired consume queues removed");
     Ok(Some(ok(req)))
+}
+
+/// SET_COMMITLOG_READ_MODE (2004, `mqadmin setCommitLogReadAheadMode`): `READ_AHEAD_MODE` 1
+/// (MADV_RANDOM) turns the kernel's read-ahead off on every CommitLog segment and the ones to
+/// come, 0 (MADV_NORMAL) back on; `dataReadAheadEnable` reads the new value back (kept until a
+/// restart, as Java). Java's remarks for a missing or unknown mode.
+pub fn set_commit_log_read_mode(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let Some(mode) = req.ext_fields.get("READ_AHEAD_MODE") else {
+        return Err(BrokerError::Code(ResponseCode::SYSTEM_ERROR, "set commitlog readahead mode failed".into()));
+    };
+    let mode = match mode.trim().parse::<i32>() {
+        Ok(m @ (0 | 1)) => m,
+        Ok(_) => {
+            let why = "set commitlog readahead mode param value error";
+            return Err(BrokerError::Code(ResponseCode::INVALID_PARAMETER, why.into()));
+        }
+        Err(_) => {
+            return Err(BrokerError::Code(ResponseCode::SYSTEM_ERROR, "set commitlog readahead mode failed".into()))
+        }
+    };
+    let next = b.live.update(|c| {
+        c.data_read_ahead_enable = mode == 0;
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let Ok(next) = next;
+    b.store.update_live_config(&next.store_config());
+    tracing::info!(mode, "CommitLog read-ahead mode set");
+    let mut resp = ok(req);
+    resp.remark = Some(format!("set commitlog readahead mode success, mode: {mode}"));
+    Ok(Some(resp))
 }

@@ -34,3 +34,10 @@ command_header! {
         topic: String = "topic",
     }
 }
+
+command_header! {
+    /// RESET_MASTER_FLUSH_OFFSET (908): `ResetMasterFlushOffsetHeader`.
+    pub struct ResetMasterFlushOffsetHeader {
+        master_flush_offset: Option<i64> = "masterFlushOffset",
+    }
+}

@@ -25,7 +25,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * The real {@code mqadmin} 5.3.3 (MQAdminStartup in this JVM, {@link Mqadmin#inProcess}) for the admin request codes of issue #28 point 4, against one
  * ferrocket broker for the whole class, asserting on what each command prints as it prints it
- * against the Java broker 5.3.3: {@code haStatus} (907), {@code exportMetadata} and
+ * against the Java broker 5.3.3: {@code haStatus} (907), {@code resetMasterFlushOffset} (908),
+ * {@code setCommitLogReadAheadMode} (2004, read back by {@code getBrokerConfig}),
+ * {@code exportMetadata} and
  * {@code exportMetrics} (305: the broker's own system topics left out of the export),
  * {@code queryCq} (321), {@code updateTopicList} (18), {@code updateSubGroupList} (225),
  * {@code cleanExpiredCQ} (306), {@code deleteExpiredCommitLog} (329), {@code cleanUnusedTopic} (316),
@@ -93,6 +95,22 @@ class MqadminAdminCodesTest {
         assertTrue(max.find() && Long.parseLong(max.group(1)) > 0, "the CommitLog holds the messages sent:\n" + out);
         assertTrue(out.contains("#SlaveNum\t0") && out.contains("#InSyncSlaveNum\t0"), out);
         assertTrue(out.contains("#SlaveAddr") && out.contains("#TransferFromWhere"), out);
+        // resetMasterFlushOffset (908): a master takes it and keeps nothing (tests/it/admin_store.rs
+        // has the slave, which shows it in haStatus).
+        String reset = mqadmin("resetMasterFlushOffset", "-b", env.brokerAddr(), "-o", "4096");
+        assertTrue(reset.contains("reset master flush offset to 4096 success"), reset);
+    }
+
+    @Test
+    void setCommitLogReadAheadModeIsAppliedAndReadBack() throws Exception {
+        String out = mqadmin("setCommitLogReadAheadMode", "-b", env.brokerAddr(), "-m", "1");
+        assertTrue(out.contains("set commitlog readahead mode success, mode: 1"), out);
+        String config = mqadmin("getBrokerConfig", "-b", env.brokerAddr());
+        assertTrue(Pattern.compile("dataReadAheadEnable\\s*=\\s*false").matcher(config).find(), config);
+        out = mqadmin("setCommitLogReadAheadMode", "-b", env.brokerAddr(), "-m", "0");
+        assertTrue(out.contains("set commitlog readahead mode success, mode: 0"), out);
+        config = mqadmin("getBrokerConfig", "-b", env.brokerAddr());
+        assertTrue(Pattern.compile("dataReadAheadEnable\\s*=\\s*true").matcher(config).find(), config);
     }
 
     @Test
