@@ -302,44 +302,19 @@ impl MessageStore {
         })
     }
 
-    /// Slave side of replication: appends bytes the master stored at `offset` and lets the
-    /// dispatcher build queues and index from them.
-    pub fn append_replicated(&self, offset: u64, data: &[u8]) -> Result<(), StoreError> {
-        if !self.inner.is_running() {
-            return Err(StoreError::ShutDown);
-        }
-        self.inner.commit_log.append_replicated(offset, data, now_ms())?;
-        if self.inner.config.flush_disk_type == FlushDiskType::SyncFlush {
-            self.inner.group_commit.wake();
-        } else {
-            self.inner.wake_dispatcher();
-        }
-        Ok(())
-    }
-
-    /// Notified after every append.
-    pub fn append_signal(&self) -> Arc<tokio::sync::Notify> {
-        self.inner.appended.clone()
-    }
-
-    /// Written bytes from `offset` to the end of its segment (master side of replication).
-    pub fn commit_log_data(&self, offset: u64) -> Option<super::mapped_file::MappedSlice> {
-        self.inner.commit_log.data_from(offset)
-    }
-
     /// Makes the next CommitLog flush fail or stall, as a failing or slow disk would (tests).
     #[doc(hidden)]
     pub fn inject_flush_fault(&self, fault: FlushFault) {
         *self.inner.flush_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(fault);
     }
 
-    /// CommitLog offset up to which messages are dispatched to ConsumeQueues.
     /// Records the dispatcher left out of the consume queues: a topic no queue can be made for,
     /// or a dispatch that kept failing (Java's 30 tries).
     pub fn skipped_records(&self) -> u64 {
         self.inner.skipped_records.load(Ordering::Relaxed)
     }
 
+    /// CommitLog offset up to which messages are dispatched to ConsumeQueues.
     pub fn dispatched_offset(&self) -> u64 {
         self.inner.reput_from.load(Ordering::Acquire)
     }

@@ -42,6 +42,7 @@ mod message_store;
 mod prefault;
 mod queue_ops;
 mod recovery;
+mod replication_io;
 mod retention;
 mod state;
 pub mod timer;
