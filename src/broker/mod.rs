@@ -21,6 +21,7 @@ pub use crate::meta::live::LiveConfig;
 pub use crate::meta::{config, hold, offset, subscription, topic};
 pub mod convert;
 pub mod filter;
+mod housekeeping;
 pub mod lock;
 pub mod metrics;
 pub mod processor;
@@ -345,7 +346,7 @@ impl Broker {
         inner.persist_topics().await;
         metrics::start(&inner, shutdown.clone()).await;
         tracker.spawn(register::run(inner.clone(), shutdown.clone()));
-        tracker.spawn(housekeeping(inner.clone(), shutdown.clone()));
+        tracker.spawn(housekeeping::run(inner.clone(), shutdown.clone()));
         if let Some(acl) = inner.acl.clone() {
             tracker.spawn(acl::watch(acl, shutdown.clone()));
         }
@@ -410,7 +411,7 @@ impl Broker {
         tracker.close();
         tracker.wait().await;
         let files = inner.clone();
-        let _ = tokio::task::spawn_blocking(move || persist_all(&files)).await;
+        let _ = tokio::task::spawn_blocking(move || housekeeping::persist_all(&files)).await;
         let store = inner.store.clone();
         match tokio::task::spawn_blocking(move || store.shutdown()).await {
             Ok(Ok(())) => {}
@@ -418,39 +419,5 @@ impl Broker {
             Err(e) => error!(error = %e, "store shutdown panicked"),
         }
         info!(addr, "ferrocket broker stopped");
-    }
-}
-
-/// At shutdown, after every request task ended. Failed writes are logged by the writers.
-fn persist_all(inner: &BrokerInner) {
-    let _ = inner.offsets.persist(true);
-    let _ = inner.topics.persist_blocking();
-    let _ = inner.groups.persist_blocking();
-}
-
-/// Offsets every `flushConsumerOffsetInterval`; client channels expire after
-/// `channelExpiredTimeout` (checked every 10 s).
-async fn housekeeping(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
-    let flush = Duration::from_millis(inner.config.flush_consumer_offset_interval.max(100));
-    let mut last_scan = tokio::time::Instant::now();
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(flush) => {},
-        }
-        let offsets = inner.clone();
-        let _ = tokio::task::spawn_blocking(move || offsets.offsets.persist(false)).await;
-        if last_scan.elapsed() >= Duration::from_secs(10) {
-            last_scan = tokio::time::Instant::now();
-            inner.stats.sample();
-            let timeout = Duration::from_millis(inner.config.channel_expired_timeout);
-            let expired = inner.consumers.scan_expired(timeout);
-            inner.producers.scan_expired(timeout);
-            for (group, conn) in expired {
-                warn!(group, peer = %conn.peer(), "consumer channel expired: no heartbeat");
-                conn.close();
-                inner.notify_consumer_ids_changed(&group).await;
-            }
-        }
     }
 }

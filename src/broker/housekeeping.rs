@@ -1,0 +1,47 @@
+//! The broker's periodic chores while it runs (consumer offsets persisted every
+//! `flushConsumerOffsetInterval`; every 10 s the statistics sampled and expired client channels
+//! closed) and the metadata written at shutdown.
+//!
+//! May import: what `broker` may (its module doc).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::BrokerInner;
+
+/// At shutdown, after every request task ended. Failed writes are logged by the writers.
+pub(super) fn persist_all(inner: &BrokerInner) {
+    let _ = inner.offsets.persist(true);
+    let _ = inner.topics.persist_blocking();
+    let _ = inner.groups.persist_blocking();
+}
+
+/// Offsets every `flushConsumerOffsetInterval`; client channels expire after
+/// `channelExpiredTimeout` (checked every 10 s).
+pub(super) async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
+    let flush = Duration::from_millis(inner.config.flush_consumer_offset_interval.max(100));
+    let mut last_scan = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tokio::time::sleep(flush) => {},
+        }
+        let offsets = inner.clone();
+        let _ = tokio::task::spawn_blocking(move || offsets.offsets.persist(false)).await;
+        if last_scan.elapsed() >= Duration::from_secs(10) {
+            last_scan = tokio::time::Instant::now();
+            inner.stats.sample();
+            let timeout = Duration::from_millis(inner.config.channel_expired_timeout);
+            let expired = inner.consumers.scan_expired(timeout);
+            inner.producers.scan_expired(timeout);
+            for (group, conn) in expired {
+                warn!(group, peer = %conn.peer(), "consumer channel expired: no heartbeat");
+                conn.close();
+                inner.notify_consumer_ids_changed(&group).await;
+            }
+        }
+    }
+}
