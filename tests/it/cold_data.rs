@@ -140,6 +140,39 @@ async fn a_group_over_its_threshold_is_flow_controlled_until_the_reset() {
 }
 
 #[tokio::test]
+async fn a_pull_consumers_cold_pull_is_held_then_reads_one_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |c| {
+        c.set("coldDataFlowControlEnable", "true").unwrap();
+        c.set("cgColdReadThreshold", "1").unwrap();
+        c.set("accessMessageInMemoryHotRatio", "0").unwrap();
+        c.flush_consumer_offset_interval = 3_600_000;
+    })
+    .await;
+    let c = client();
+    for _ in 0..4 {
+        assert_eq!(call_addr(&c, &b.addr, send("COLD", 0, b"cold", "A")).await.response_code(), ResponseCode::SUCCESS);
+    }
+    wait_max_offset(&c, &b.addr, "COLD", 0, 4).await;
+    let hb = serde_json::json!({
+        "clientID": "127.0.0.1@1#1",
+        "consumerDataSet": [{"groupName":"gP","consumeType":"CONSUME_ACTIVELY","messageModel":"CLUSTERING",
+          "consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[]}],
+        "producerDataSet": [], "heartbeatFingerprint": 1, "withoutSub": false
+    });
+    let hb = request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap());
+    assert_eq!(call_addr(&c, &b.addr, hb).await.response_code(), ResponseCode::SUCCESS);
+    let r = call_addr(&c, &b.addr, pull_as("gP", 0)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let started = std::time::Instant::now();
+    let r = call_addr(&c, &b.addr, pull_as("gP", 1)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "a pull consumer is held, not refused: {:?}", r.remark);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(2900), "held {:?}", started.elapsed());
+    assert_eq!(r.ext_fields["nextBeginOffset"], "2", "one message after the hold");
+    b.stop().await;
+}
+
+#[tokio::test]
 async fn acl_update_and_remove_are_admin_only_info_needs_a_signature() {
     const ACCOUNTS: &str = "\
 accounts:

@@ -72,11 +72,8 @@ pub enum Gate {
 /// [`COLD_HOLD`] and then given one message (pull consumers; SYSTEM_BUSY when 10,000 pulls are
 /// held already).
 pub async fn before_pull(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> Result<Gate, BrokerError> {
-    let c = b.live.config();
     let group = h.consumer_group.as_str();
-    if !b.cold_ctr.needs_flow_ctr(group, c.cg_cold_read_threshold, c.global_cold_read_threshold)
-        || !b.store.is_msg_in_cold_area(&h.topic, h.queue_id, h.queue_offset, c.access_message_in_memory_hot_ratio)
-    {
+    if !throttled(b, h) {
         return Ok(Gate::Read);
     }
     let pull_consumer = b.consumers.group(group).is_some_and(|g| g.consume_type == "CONSUME_ACTIVELY");
@@ -86,7 +83,15 @@ pub async fn before_pull(b: &Arc<BrokerInner>, h: &PullMessageRequestHeader) -> 
     };
     crate::remoting::park_current_request();
     tokio::time::sleep(COLD_HOLD).await;
-    Ok(Gate::OneMessage)
+    // Java runs the pull again, not to be held twice: one message if it is still throttled.
+    Ok(if throttled(b, h) { Gate::OneMessage } else { Gate::Read })
+}
+
+/// `isCgNeedColdDataFlowCtr` and `isMsgInColdArea` of the pull's first message.
+fn throttled(b: &BrokerInner, h: &PullMessageRequestHeader) -> bool {
+    let c = b.live.config();
+    b.cold_ctr.needs_flow_ctr(&h.consumer_group, c.cg_cold_read_threshold, c.global_cold_read_threshold)
+        && b.store.is_msg_in_cold_area(&h.topic, h.queue_id, h.queue_offset, c.access_message_in_memory_hot_ratio)
 }
 
 /// Java's `coldAcc` after a read: the bytes of the cold messages `r` holds, for its group.
