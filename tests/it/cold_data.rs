@@ -7,7 +7,7 @@ use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 use super::acl::{sign, start_acl_broker};
 use super::broker::{pull, send, wait_max_offset};
-use super::broker_harness::{call_addr, start_broker};
+use super::broker_harness::{call_addr, start_broker, TestBroker};
 use super::support::*;
 
 const GET: RequestCode = RequestCode(2003);
@@ -33,6 +33,26 @@ fn pull_as(group: &str, offset: i64) -> RemotingCommand {
     let mut req = pull("COLD", 0, offset, 0x4, 0);
     req.ext_fields.insert("consumerGroup".into(), group.into());
     req
+}
+
+/// A broker with cold-read flow control on, a threshold of 1 byte, every message cold, and four
+/// messages on COLD/0.
+async fn cold_broker(dir: &std::path::Path) -> (TestBroker, Client) {
+    let b = start_broker(dir, |c| {
+        c.set("coldDataFlowControlEnable", "true").unwrap();
+        c.set("cgColdReadThreshold", "1").unwrap();
+        // Every stored message is further from the CommitLog's end than 0 % of the memory.
+        c.set("accessMessageInMemoryHotRatio", "0").unwrap();
+        // No periodic clear during the test (the housekeeping loop sleeps this long): the test clears.
+        c.flush_consumer_offset_interval = 3_600_000;
+    })
+    .await;
+    let c = client();
+    for _ in 0..4 {
+        assert_eq!(call_addr(&c, &b.addr, send("COLD", 0, b"cold", "A")).await.response_code(), ResponseCode::SUCCESS);
+    }
+    wait_max_offset(&c, &b.addr, "COLD", 0, 4).await;
+    (b, c)
 }
 
 #[tokio::test]
@@ -78,20 +98,7 @@ async fn info_shape_defaults_update_and_remove() {
 #[tokio::test]
 async fn a_group_over_its_threshold_is_flow_controlled_until_the_reset() {
     let dir = tempfile::tempdir().unwrap();
-    let b = start_broker(dir.path(), |c| {
-        c.set("coldDataFlowControlEnable", "true").unwrap();
-        c.set("cgColdReadThreshold", "1").unwrap();
-        // Every stored message is further from the CommitLog's end than 0 % of the memory.
-        c.set("accessMessageInMemoryHotRatio", "0").unwrap();
-        // No periodic clear during the test (the housekeeping loop sleeps this long): the test clears.
-        c.flush_consumer_offset_interval = 3_600_000;
-    })
-    .await;
-    let c = client();
-    for _ in 0..4 {
-        assert_eq!(call_addr(&c, &b.addr, send("COLD", 0, b"cold", "A")).await.response_code(), ResponseCode::SUCCESS);
-    }
-    wait_max_offset(&c, &b.addr, "COLD", 0, 4).await;
+    let (b, c) = cold_broker(dir.path()).await;
     // gB has its own, large threshold.
     assert_eq!(call_addr(&c, &b.addr, update("gB=100000000")).await.response_code(), ResponseCode::SUCCESS);
 
@@ -142,18 +149,7 @@ async fn a_group_over_its_threshold_is_flow_controlled_until_the_reset() {
 #[tokio::test]
 async fn a_pull_consumers_cold_pull_is_held_then_reads_one_message() {
     let dir = tempfile::tempdir().unwrap();
-    let b = start_broker(dir.path(), |c| {
-        c.set("coldDataFlowControlEnable", "true").unwrap();
-        c.set("cgColdReadThreshold", "1").unwrap();
-        c.set("accessMessageInMemoryHotRatio", "0").unwrap();
-        c.flush_consumer_offset_interval = 3_600_000;
-    })
-    .await;
-    let c = client();
-    for _ in 0..4 {
-        assert_eq!(call_addr(&c, &b.addr, send("COLD", 0, b"cold", "A")).await.response_code(), ResponseCode::SUCCESS);
-    }
-    wait_max_offset(&c, &b.addr, "COLD", 0, 4).await;
+    let (b, c) = cold_broker(dir.path()).await;
     let hb = serde_json::json!({
         "clientID": "127.0.0.1@1#1",
         "consumerDataSet": [{"groupName":"gP","consumeType":"CONSUME_ACTIVELY","messageModel":"CLUSTERING",
