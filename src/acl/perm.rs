@@ -28,8 +28,10 @@ pub const SUB: u8 = 1 << 3;
 /// forms of 17 and 200 (UPDATE_AND_CREATE_TOPIC_LIST 18, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
 /// 225) and the requests that delete stored data (CLEAN_EXPIRED_CONSUMEQUEUE 306,
 /// CLEAN_UNUSED_TOPIC 316, DELETE_EXPIRED_COMMITLOG 329) or change how the store reads
-/// (SET_COMMITLOG_READ_MODE 2004), which Java lets any account send.
-pub const ADMIN_CODES: [i32; 16] = [17, 25, 215, 200, 207, 513, 50, 51, 52, 53, 18, 225, 306, 316, 329, 2004];
+/// (SET_COMMITLOG_READ_MODE 2004) or throttles cold reads (UPDATE_COLD_DATA_FLOW_CTR_CONFIG
+/// 2001, REMOVE_COLD_DATA_FLOW_CTR_CONFIG 2002), which Java lets any account send.
+pub const ADMIN_CODES: [i32; 18] =
+    [17, 25, 215, 200, 207, 513, 50, 51, 52, 53, 18, 225, 306, 316, 329, 2004, 2001, 2002];
 
 /// `Permission.parsePermFromString`.
 pub fn parse_perm(s: Option<&str>) -> u8 {

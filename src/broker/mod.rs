@@ -16,6 +16,7 @@
 
 pub mod acl;
 pub mod client;
+pub mod coldctr;
 pub mod config_file;
 pub use crate::meta::live::LiveConfig;
 pub use crate::meta::{config, hold, offset, subscription, topic};
@@ -87,6 +88,8 @@ pub struct BrokerInner {
     pub outbound: RemotingClient<NoCallbacks>,
     /// Slave: rung when the dispatcher learned a topic from replicated records.
     pub topics_learned: Notify,
+    /// Cold-read flow control's tables (`coldDataFlowControlEnable`).
+    pub cold_ctr: coldctr::ColdDataCtr,
 }
 
 impl std::ops::Deref for BrokerInner {
@@ -294,6 +297,7 @@ impl Broker {
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
             outbound,
             topics_learned: Notify::new(),
+            cold_ctr: coldctr::ColdDataCtr::default(),
         });
         if inner.config.is_slave() {
             // From now on the dispatcher teaches the slave every topic it stores; what it

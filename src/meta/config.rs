@@ -86,6 +86,13 @@ config_struct! {
         enable_dleger_commit_log: bool = false => "enableDLegerCommitLog",
         enable_controller_mode: bool = false => "enableControllerMode",
         enable_slave_acting_master: bool = false => "enableSlaveActingMaster",
+        /// Cold-read flow control (`broker::coldctr`): a group's threshold unless configured,
+        /// and the broker-wide one, in bytes read cold since the last clear (every 5 s).
+        cg_cold_read_threshold: i64 = 3 * 1024 * 1024 => "cgColdReadThreshold",
+        global_cold_read_threshold: i64 = 100 * 1024 * 1024 => "globalColdReadThreshold",
+        /// Java's adaptive thresholds: not implemented (`true` is refused); PID is its flavour.
+        cold_ctr_strategy_enable: bool = false => "coldCtrStrategyEnable",
+        use_pid_cold_ctr_strategy: bool = true => "usePIDColdCtrStrategy",
         // MessageStoreConfig
         store_path_root_dir: PathBuf = home_dir().join("store") => "storePathRootDir",
         store_path_commit_log: String = String::new() => "storePathCommitLog",
@@ -124,6 +131,12 @@ config_struct! {
         max_transfer_bytes_on_message_in_disk: usize = 64 * 1024 => "maxTransferBytesOnMessageInDisk",
         max_transfer_count_on_message_in_disk: usize = 8 => "maxTransferCountOnMessageInDisk",
         access_message_in_memory_max_ratio: u32 = 40 => "accessMessageInMemoryMaxRatio",
+        /// Cold-read flow control on; its cold area: further than `accessMessageInMemoryHotRatio`
+        /// % of the memory behind the CommitLog's end (`coldDataScanEnable`, Java's page-cache
+        /// sampling, is not implemented: `true` is refused).
+        cold_data_flow_control_enable: bool = false => "coldDataFlowControlEnable",
+        cold_data_scan_enable: bool = false => "coldDataScanEnable",
+        access_message_in_memory_hot_ratio: u32 = 26 => "accessMessageInMemoryHotRatio",
         max_filter_message_size: usize = 16_000 => "maxFilterMessageSize",
         transient_store_pool_enable: bool = false => "transientStorePoolEnable",
         warm_maped_file_enable: bool = false => "warmMapedFileEnable",
@@ -291,6 +304,8 @@ impl BrokerConfig {
             ("enableSlaveActingMaster", self.enable_slave_acting_master),
             ("authenticationEnabled", self.authentication_enabled),
             ("authorizationEnabled", self.authorization_enabled),
+            ("coldDataScanEnable", self.cold_data_scan_enable),
+            ("coldCtrStrategyEnable", self.cold_ctr_strategy_enable),
         ];
         for (key, on) in unsupported {
             if on {

@@ -59,6 +59,10 @@ pub const LIVE_KEYS: &[&str] = &[
     "compactionScheduleInternal",
     "maxOffsetMapSize",
     "dataReadAheadEnable",
+    "coldDataFlowControlEnable",
+    "accessMessageInMemoryHotRatio",
+    "cgColdReadThreshold",
+    "globalColdReadThreshold",
 ];
 
 /// Whether a change of `key` takes effect at once.
@@ -68,9 +72,11 @@ pub fn is_live(key: &str) -> bool {
 
 /// The broker config as it is now (see the module doc).
 pub struct LiveConfig {
-    /// Mirrors of two keys read on every send and pull (no lock on that path).
+    /// Mirrors of the keys read on every send and pull (no lock on that path).
     broker_permission: AtomicI32,
     auto_create_topic_enable: AtomicBool,
+    /// And the switch of cold-read flow control, read on every pull.
+    cold_data_flow_control_enable: AtomicBool,
     current: RwLock<Arc<BrokerConfig>>,
     /// One update at a time: each reads the current config, changes a copy, replaces it.
     updating: Mutex<()>,
@@ -81,6 +87,7 @@ impl LiveConfig {
         Self {
             broker_permission: c.broker_permission.into(),
             auto_create_topic_enable: c.auto_create_topic_enable.into(),
+            cold_data_flow_control_enable: c.cold_data_flow_control_enable.into(),
             current: RwLock::new(Arc::new(c.clone())),
             updating: Mutex::new(()),
         }
@@ -100,6 +107,7 @@ impl LiveConfig {
         let next = Arc::new(next);
         self.broker_permission.store(next.broker_permission, Ordering::Release);
         self.auto_create_topic_enable.store(next.auto_create_topic_enable, Ordering::Release);
+        self.cold_data_flow_control_enable.store(next.cold_data_flow_control_enable, Ordering::Release);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = next.clone();
         Ok(next)
     }
@@ -110,6 +118,10 @@ impl LiveConfig {
 
     pub fn auto_create_topic_enable(&self) -> bool {
         self.auto_create_topic_enable.load(Ordering::Acquire)
+    }
+
+    pub fn cold_data_flow_control_enable(&self) -> bool {
+        self.cold_data_flow_control_enable.load(Ordering::Acquire)
     }
 
     pub fn set_broker_permission(&self, v: i32) {

@@ -25,9 +25,27 @@ impl MessageStore {
         let Some(unit) = self.queue(topic, queue_id).and_then(|q| q.unit(offset)).filter(|u| !u.is_blank()) else {
             return false;
         };
-        let memory = (self.inner.total_memory as f64 * f64::from(self.inner.live().access_message_in_memory_max_ratio)
-            / 100.0) as i64;
-        self.inner.commit_log.max_offset() as i64 - unit.commit_log_offset <= memory
+        !self.beyond_memory_share(unit.commit_log_offset, self.inner.live().access_message_in_memory_max_ratio)
+    }
+
+    /// Java's `checkInColdAreaByCommitOffset`: whether CommitLog offset `phy` lies further from
+    /// the CommitLog's end than `hot_ratio` % of the machine's memory (cold-read flow control's
+    /// cold area; `accessMessageInMemoryHotRatio`).
+    pub fn is_cold_commit_offset(&self, phy: i64, hot_ratio: u32) -> bool {
+        self.beyond_memory_share(phy, hot_ratio)
+    }
+
+    /// `ColdDataCheckService.isMsgInColdArea`: the message at queue offset `offset` is in the
+    /// cold area ([`Self::is_cold_commit_offset`]); false if there is no such message.
+    pub fn is_msg_in_cold_area(&self, topic: &str, queue_id: i32, offset: i64, hot_ratio: u32) -> bool {
+        let unit = self.queue(topic, queue_id).and_then(|q| q.unit(offset)).filter(|u| !u.is_blank());
+        unit.is_some_and(|u| self.beyond_memory_share(u.commit_log_offset, hot_ratio))
+    }
+
+    /// Whether `phy` is more than `ratio` % of the machine's memory behind the CommitLog's end.
+    fn beyond_memory_share(&self, phy: i64, ratio: u32) -> bool {
+        let memory = (self.inner.total_memory as f64 * f64::from(ratio) / 100.0) as i64;
+        self.inner.commit_log.max_offset() as i64 - phy > memory
     }
 }
 

@@ -9,6 +9,7 @@ mod bench;
 mod broker;
 mod broker_harness;
 mod broker_stats;
+mod cold_data;
 mod compaction;
 mod config_files;
 mod config_live;

@@ -10,6 +10,7 @@ mod acl_admin;
 mod admin;
 mod admin_lists;
 mod broker_stats;
+mod cold_data;
 mod consumer;
 mod group_queries;
 mod ha_status;
@@ -158,6 +159,9 @@ impl BrokerProcessor {
             RequestCode(329) => store_admin::delete_expired_commit_log(b, req).await,
             RequestCode(907) => ha_status::get_broker_ha_status(b, req),
             RequestCode(908) => ha_status::reset_master_flush_offset(b, req),
+            RequestCode(2001) => cold_data::update_config(b, req),
+            RequestCode(2002) => cold_data::remove_config(b, req),
+            RequestCode(2003) => cold_data::get_info(b, req),
             RequestCode(2004) => store_admin::set_commit_log_read_mode(b, req),
             RequestCode::GET_BROKER_CONFIG => admin::get_broker_config(b, req),
             RequestCode::UPDATE_BROKER_CONFIG => admin::update_broker_config(b, req).await,

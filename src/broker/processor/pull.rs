@@ -34,7 +34,14 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
     let h = PullMessageRequestHeader::decode(&req.ext_fields)?;
     let (filter, group) = check(b, conn, &h).await?;
     let max_bytes = h.max_msg_bytes.filter(|m| *m > 0).map_or(usize::MAX, |m| m as usize);
-    let max_nums = h.max_msg_nums.max(1) as usize;
+    let mut max_nums = h.max_msg_nums.max(1) as usize;
+    // Cold-read flow control (off by default): one relaxed load when off.
+    let cold_ctr = b.live.cold_data_flow_control_enable();
+    if cold_ctr {
+        if let super::cold_data::Gate::OneMessage = super::cold_data::before_pull(b, &h).await? {
+            max_nums = 1;
+        }
+    }
     // The commit offset is stored on arrival (Java: first execution only), before any hold, so a
     // held pull that completes later never overwrites a newer commit. A slave never stores it
     // (Java 4.x's `storeOffsetEnable`): its offsets come from the master's sync only.
@@ -105,6 +112,9 @@ pub async fn pull_message(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Re
         (true, false) => group.broker_id,
         _ => 0,
     };
+    if cold_ctr {
+        super::cold_data::account(b, &h, &result);
+    }
     let code = code_of(&result);
     if let Some(node) = b.metrics.as_deref().filter(|_| code == ResponseCode::SUCCESS) {
         if !crate::model::group::is_retry_or_dlq_topic(&h.topic) {

@@ -27,6 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * ferrocket broker for the whole class, asserting on what each command prints as it prints it
  * against the Java broker 5.3.3: {@code haStatus} (907), {@code resetMasterFlushOffset} (908),
  * {@code setCommitLogReadAheadMode} (2004, read back by {@code getBrokerConfig}),
+ * {@code getColdDataFlowCtrInfo} (2003) with {@code updateColdDataFlowCtrGroupConfig} (2001) and
+ * {@code removeColdDataFlowCtrGroupConfig} (2002),
  * {@code exportMetadata} and
  * {@code exportMetrics} (305: the broker's own system topics left out of the export),
  * {@code queryCq} (321), {@code updateTopicList} (18), {@code updateSubGroupList} (225),
@@ -111,6 +113,27 @@ class MqadminAdminCodesTest {
         assertTrue(out.contains("set commitlog readahead mode success, mode: 0"), out);
         config = mqadmin("getBrokerConfig", "-b", env.brokerAddr());
         assertTrue(Pattern.compile("dataReadAheadEnable\\s*=\\s*true").matcher(config).find(), config);
+    }
+
+    @Test
+    void coldDataFlowCtrGroupConfigIsUpdatedShownAndRemoved() throws Exception {
+        String group = Compat.unique("cold");
+        String info = mqadmin("getColdDataFlowCtrInfo", "-b", env.brokerAddr());
+        assertTrue(info.contains("============" + env.brokerAddr() + "============"), info);
+        assertTrue(Pattern.compile("\"cgColdReadThreshold\"\\s*:\\s*3145728").matcher(info).find(), info);
+        assertTrue(Pattern.compile("\"globalColdReadThreshold\"\\s*:\\s*104857600").matcher(info).find(), info);
+        assertTrue(Pattern.compile("\"globalAcc\"\\s*:\\s*0").matcher(info).find(), info);
+        assertTrue(Pattern.compile("\"runtimeTable\"\\s*:\\s*\\{\\s*\\}").matcher(info).find(), info);
+        String out = mqadmin("updateColdDataFlowCtrGroupConfig", "-b", env.brokerAddr(), "-g", group, "-v", "4096");
+        assertTrue(out.contains("updateColdDataFlowCtrGroupConfig success, " + env.brokerAddr()), out);
+        Pattern entry = Pattern.compile("\"" + Pattern.quote(group) + "\"\\s*:\\s*4096");
+        info = mqadmin("getColdDataFlowCtrInfo", "-b", env.brokerAddr());
+        assertTrue(entry.matcher(info).find(), info);
+        out = mqadmin("removeColdDataFlowCtrGroupConfig", "-b", env.brokerAddr(), "-g", group);
+        assertTrue(out.contains("remove broker cold read threshold success, " + env.brokerAddr()), out);
+        info = mqadmin("getColdDataFlowCtrInfo", "-b", env.brokerAddr());
+        assertFalse(entry.matcher(info).find(), info);
+        assertTrue(info.contains("\"configTable\""), info);
     }
 
     @Test
