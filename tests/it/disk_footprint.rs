@@ -78,7 +78,14 @@ async fn a_slave_store_takes_a_few_megabytes_too() {
     .await;
     let c = client();
     send_ten(&c, &master.addr, "DiskHA").await;
-    wait_max_offset(&c, &slave.addr, "DiskHA", 0, 10).await;
+    // Replication (the master's address from the registration, the HA connect, the transfer,
+    // the slave's dispatch) can outlast wait_max_offset's 5 s on a loaded machine, and a failed
+    // first connect waits the 5 s reconnect delay: poll the slave's store for longer.
+    let replicated = eventually(std::time::Duration::from_secs(30), || async {
+        slave.inner.store.max_offset_in_queue("DiskHA", 0) == 10
+    })
+    .await;
+    assert!(replicated, "the slave never held the 10 messages");
     for dir in [master_dir.path(), slave_dir.path()] {
         let (blocks, longest) = on_disk(dir);
         assert_eq!(longest, 1 << 30);
