@@ -292,8 +292,9 @@ impl MappedFile {
         Ok(wrote)
     }
 
-    /// Recovery: the data ends at `pos`. Everything after it is discarded (the file is cut and
-    /// re-extended, so stale bytes read back as zeros) and both positions move to `pos`.
+    /// Recovery: the data ends at `pos`. Everything after it is discarded (a hole is punched
+    /// there, so stale bytes read back as zeros and the file never changes size) and both
+    /// positions move to `pos`.
     ///
     /// Contract (what [`MappedSlice`]'s `Deref` relies on): no view of this segment exists. The
     /// caller must hold the only `Arc` of it; this is checked, and a segment in use is refused
@@ -312,8 +313,15 @@ impl MappedFile {
         // Cutting the file frees the blocks past `pos`.
         self.allocated.fetch_min(pos, Ordering::AcqRel);
         if pos < self.size {
-            self.file.set_len(pos as u64)?;
-            self.file.set_len(self.size as u64)?;
+            // Zero the tail in place (a hole reads back as zeros): the file keeps its size at
+            // every instant, so a kill during recovery never leaves a segment shorter than the
+            // configured size, which the next start would refuse to open. Where holes cannot
+            // be punched, cut and re-extend (that window stays).
+            let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+            if rustix::fs::fallocate(&self.file, flags, pos as u64, (self.size - pos) as u64).is_err() {
+                self.file.set_len(pos as u64)?;
+                self.file.set_len(self.size as u64)?;
+            }
             self.file.sync_all()?;
         }
         Ok(())

@@ -59,6 +59,27 @@ fn truncate_discards_the_tail() {
     assert!(all[100..].iter().all(|b| *b == 0), "stale bytes survived truncation");
 }
 
+/// Recovery cuts a CommitLog segment in place: the file never changes size (a kill between a
+/// cut and a re-extension left a short segment the next start refused), the tail reads zeros
+/// and its blocks are freed.
+#[test]
+fn truncation_punches_a_hole_and_keeps_the_size() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let size = 16 * OS_PAGE_SIZE;
+    let f = Arc::new(MappedFile::create(dir.path(), 0, size, true, size).unwrap());
+    f.append(&[7u8; 12 * OS_PAGE_SIZE], 1).unwrap().unwrap();
+    let before = std::fs::metadata(f.path()).unwrap().blocks();
+    f.truncate_to(100).unwrap();
+    let meta = std::fs::metadata(f.path()).unwrap();
+    assert_eq!(meta.len(), size as u64);
+    assert!(meta.blocks() < before, "the tail's blocks are freed: {} -> {}", before, meta.blocks());
+    f.mark_full();
+    let all = f.slice(0, size).unwrap();
+    assert!(all[..100].iter().all(|b| *b == 7));
+    assert!(all[100..].iter().all(|b| *b == 0), "stale bytes survived truncation");
+}
+
 #[test]
 fn dirty_pages_count_whole_pages() {
     let dir = tempfile::tempdir().unwrap();
