@@ -6,18 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Issue #28 item 5 judged by the real Apache Kafka 4.1.1 command-line tools (run from the
@@ -28,31 +22,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * {@code kafka-consumer-groups --delete-offsets} and {@code --list --type} (ListGroups v5), and a
  * Kafka cluster id.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(BrokerLogsOnFailure.class)
-class KafkaAdminToolsTest {
-    BrokerDeployment env;
-    String bootstrap;
-
-    @BeforeAll
-    void setUp() throws Exception {
-        int port = Ports.free();
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka-admin-tools",
-            Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port));
-        bootstrap = "127.0.0.1:" + port;
-    }
-
-    @AfterAll
-    void tearDown() {
-        if (env != null) {
-            env.close();
-        }
-    }
-
-    Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        return Admin.create(p);
+class KafkaAdminToolsTest extends KafkaBrokerTest {
+    KafkaAdminToolsTest() {
+        super("kafka-admin-tools", Map.of());
     }
 
     static String topic(String base) {

@@ -19,7 +19,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -42,11 +41,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The Kafka front end judged by the official Kafka Java client of the module's era (4.x beside the
@@ -55,26 +50,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * and a two-member rebalance; admin calls; and the same messages read by the official RocketMQ
  * client, and back. Transactions: {@link KafkaTransactionsTest}.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(BrokerLogsOnFailure.class)
-class KafkaClientsTest {
+class KafkaClientsTest extends KafkaBrokerTest {
     private final Generation gen = Generation.current();
-    BrokerDeployment env;
-    String bootstrap;
 
-    @BeforeAll
-    void setUp() throws Exception {
-        int port = Ports.free();
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka",
-            Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port));
-        bootstrap = "127.0.0.1:" + port;
-    }
-
-    @AfterAll
-    void tearDown() {
-        if (env != null) {
-            env.close();
-        }
+    KafkaClientsTest() {
+        super("kafka", Map.of());
     }
 
     void report(String format, Object... args) {
@@ -100,12 +80,6 @@ class KafkaClientsTest {
         p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
         p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
         return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-    }
-
-    Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        return Admin.create(p);
     }
 
     static byte[] utf8(String s) {

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -26,11 +25,7 @@ import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Kafka transactions as readers see them (#27.2), judged by the official clients: a transactional
@@ -41,26 +36,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * on the same queue what the {@code read_committed} consumer gets. Needs the transaction
  * coordinator (#27.1).
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(BrokerLogsOnFailure.class)
-class KafkaReadCommittedTest {
+class KafkaReadCommittedTest extends KafkaBrokerTest {
     private final Generation gen = Generation.current();
-    BrokerDeployment env;
-    String bootstrap;
 
-    @BeforeAll
-    void setUp() throws Exception {
-        int port = Ports.free();
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka-rc",
-            Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port));
-        bootstrap = "127.0.0.1:" + port;
-    }
-
-    @AfterAll
-    void tearDown() {
-        if (env != null) {
-            env.close();
-        }
+    KafkaReadCommittedTest() {
+        super("kafka-rc", Map.of());
     }
 
     void report(String format, Object... args) {
@@ -128,9 +108,7 @@ class KafkaReadCommittedTest {
     void committed_readers_of_both_protocols_see_committed_records_only() throws Exception {
         String topic = Compat.unique("k-rc").replace('%', '-');
         TopicPartition tp = new TopicPartition(topic, 0);
-        Properties ap = new Properties();
-        ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        try (Admin admin = Admin.create(ap)) {
+        try (Admin admin = admin()) {
             admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
         }
         KafkaProducer<byte[], byte[]> tx = producer(Compat.unique("k-rc-tx"));

@@ -18,7 +18,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -36,11 +35,7 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Issue #27 items 4 and 5 judged by the official Kafka clients and tools: topic configs given at
@@ -49,32 +44,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * {@code kafka-delete-records.sh}), a consumer below it is reset; per-topic retention.ms is
  * enforced; refused configs leave a WARN line in the broker's log.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(BrokerLogsOnFailure.class)
-class KafkaRetentionTest {
-    BrokerDeployment env;
-    String bootstrap;
-
-    @BeforeAll
-    void setUp() throws Exception {
-        int port = Ports.free();
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka-retention",
-            Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port,
-                "kafkaLogRetentionCheckIntervalMs", "200", "compactionScheduleInternal", "200"));
-        bootstrap = "127.0.0.1:" + port;
-    }
-
-    @AfterAll
-    void tearDown() {
-        if (env != null) {
-            env.close();
-        }
-    }
-
-    Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        return Admin.create(p);
+class KafkaRetentionTest extends KafkaBrokerTest {
+    KafkaRetentionTest() {
+        super("kafka-retention", Map.of("kafkaLogRetentionCheckIntervalMs", "200", "compactionScheduleInternal", "200"));
     }
 
     static String topic(String base) {

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -32,12 +31,8 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.Exit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Kafka transactions (issue 27) judged by the official Java client of the module's era (4.1.1 in
@@ -50,26 +45,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * batches hidden), built beside this: {@link #a_read_committed_consumer_sees_committed_records_only}
  * holds once both are in.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-@ExtendWith(BrokerLogsOnFailure.class)
-class KafkaTransactionsTest {
+class KafkaTransactionsTest extends KafkaBrokerTest {
     private final Generation gen = Generation.current();
-    BrokerDeployment env;
-    String bootstrap;
 
-    @BeforeAll
-    void setUp() throws Exception {
-        int port = Ports.free();
-        env = BrokerDeployment.start(BrokerDeployment.Mode.STANDALONE, "kafka-txn",
-            Map.of("kafkaListenPort", Integer.toString(port), "kafkaAdvertisedAddress", "127.0.0.1:" + port));
-        bootstrap = "127.0.0.1:" + port;
-    }
-
-    @AfterAll
-    void tearDown() {
-        if (env != null) {
-            env.close();
-        }
+    KafkaTransactionsTest() {
+        super("kafka-txn", Map.of());
     }
 
     void report(String format, Object... args) {
@@ -84,12 +64,6 @@ class KafkaTransactionsTest {
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
-    }
-
-    Admin admin() {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        return Admin.create(p);
     }
 
     void createTopic(String topic, int partitions) throws Exception {
