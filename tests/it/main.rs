@@ -35,6 +35,7 @@ mod kafka_retention;
 mod kafka_sasl;
 mod kafka_tls;
 mod kafka_txn;
+mod kafka_txn_crash;
 mod layering;
 mod metrics;
 mod namesrv;
