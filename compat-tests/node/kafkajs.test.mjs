@@ -4,12 +4,7 @@
 // kafkaListenPort (FERROCKET_BIN, default target/release/ferrocket).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { brokerDir, freePort, startFerrocket, stopFerrocket } from './ferrocket.mjs';
 import kafkajs from 'kafkajs';
 import SnappyCodec from 'kafkajs-snappy';
 import LZ4Codec from '@2l/kafkajs-lz4';
@@ -19,57 +14,21 @@ const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = kafkajs;
 // zstd would need a native build (cppzst), so kafkajs is not run with it.
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
 CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
-const here = dirname(fileURLToPath(import.meta.url));
-const bin = process.env.FERROCKET_BIN || join(here, '..', '..', 'target', 'release', 'ferrocket');
 const run = Math.random().toString(36).slice(2, 8);
-let proc, dir, kafka, bootstrap, passed = false;
-
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-});
-const listening = (port) => new Promise((resolve) => {
-  const c = connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
-  c.on('error', () => resolve(false));
-});
+let broker, kafka, bootstrap, passed = false;
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'ferrocket-kafkajs-'));
   const kport = await freePort();
-  const ns = await freePort();
-  const broker = 20000 + Math.floor(Math.random() * 8000);
-  writeFileSync(join(dir, 'broker.conf'), [
-    'brokerClusterName=JsCluster', 'brokerName=js-a', 'brokerIP1=127.0.0.1', `listenPort=${broker}`,
-    `storePathRootDir=${dir}/store`, 'mappedFileSizeCommitLog=67108864',
-    // The machine's disk must not decide: above 85 % a broker deletes segments not yet consumed.
-    'cleanFileForciblyEnable=false',
-    `kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`, ''].join('\n'));
-  writeFileSync(join(dir, 'namesrv.conf'), `listenPort=${ns}\n`);
-  proc = spawn(bin, ['standalone', '-c', join(dir, 'broker.conf'), '--namesrv-config', join(dir, 'namesrv.conf')],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  const log = [];
-  proc.stdout.on('data', (d) => log.push(d));
-  proc.stderr.on('data', (d) => log.push(d));
-  proc.log = log;
-  const deadline = Date.now() + 30000;
-  while (!(await listening(kport))) {
-    assert.ok(Date.now() < deadline, 'ferrocket did not listen on its Kafka port');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  broker = await startFerrocket(brokerDir('kafkajs'), {
+    cluster: 'JsCluster', broker: 'js-a', waitPorts: [kport],
+    conf: [`kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`],
+  });
   bootstrap = `127.0.0.1:${kport}`;
   kafka = new Kafka({ clientId: 'compat-kafkajs', brokers: [bootstrap], logLevel: logLevel.NOTHING });
 });
 
 after(async () => {
-  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
-  proc.kill('SIGTERM');
-  const code = await exited;
-  const text = Buffer.concat(proc.log).toString();
-  writeFileSync(join(dir, 'ferrocket.log'), text);
-  assert.equal(code, 0, `ferrocket exited ${code} on SIGTERM; log in ${dir}`);
-  const errors = text.split('\n').filter((l) => / ERROR /.test(l));
-  assert.deepEqual(errors, [], `ERROR lines in ${dir}/ferrocket.log`);
-  if (passed) rmSync(dir, { recursive: true, force: true });
+  await stopFerrocket(broker, passed);
 });
 
 async function createTopic(topic, numPartitions) {

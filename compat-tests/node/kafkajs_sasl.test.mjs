@@ -5,34 +5,22 @@
 // TOPIC_AUTHORIZATION_FAILED. Its own ferrocket standalone (FERROCKET_BIN).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { brokerDir, freePort, startFerrocket, stopFerrocket } from './ferrocket.mjs';
 import kafkajs from 'kafkajs';
 
 const { Kafka, logLevel } = kafkajs;
-const here = dirname(fileURLToPath(import.meta.url));
-const bin = process.env.FERROCKET_BIN || join(here, '..', '..', 'target', 'release', 'ferrocket');
 const run = Math.random().toString(36).slice(2, 8);
 const TOPIC = `sasl-${run}`;
 const GROUP = `sasl-g-${run}`;
 const USER = ['jsUser001', 'jsSecret001'];
 const OTHER = ['jsOther001', 'otherSecret01'];
 const ADMIN = ['jsAdmin001', 'adminSecret01'];
-let proc, dir, kport, passed = 0;
+let broker, kport, passed = 0;
 
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
-});
-const listening = (port) => new Promise((resolve) => {
-  const c = connect(port, '127.0.0.1', () => { c.destroy(); resolve(true); });
-  c.on('error', () => resolve(false));
-});
 const speaksTls = () => new Promise((resolve) => {
   const s = tlsConnect({ host: '127.0.0.1', port: kport, rejectUnauthorized: false }, () => { s.destroy(); resolve(true); });
   s.setTimeout(5000, () => { s.destroy(); resolve(false); });
@@ -50,7 +38,7 @@ function client(ssl, mechanism, [username, password]) {
 }
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'ferrocket-kafkajs-sasl-'));
+  const dir = brokerDir('kafkajs-sasl');
   mkdirSync(join(dir, 'conf'));
   writeFileSync(join(dir, 'conf', 'plain_acl.yml'), `accounts:
   - accessKey: ${USER[0]}
@@ -69,24 +57,11 @@ before(async () => {
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'),
     '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=localhost'], { stdio: 'ignore' });
   kport = await freePort();
-  const ns = await freePort();
-  const broker = 20000 + Math.floor(Math.random() * 8000);
-  writeFileSync(join(dir, 'broker.conf'), [
-    'brokerClusterName=JsSaslCluster', 'brokerName=js-sasl-a', 'brokerIP1=127.0.0.1', `listenPort=${broker}`,
-    `storePathRootDir=${dir}/store`, 'cleanFileForciblyEnable=false', 'aclEnable=true', `rocketmqHome=${dir}`,
-    `kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`,
-    'tls.server.mode=permissive', `tls.server.certPath=${dir}/cert.pem`, `tls.server.keyPath=${dir}/key.pem`, ''].join('\n'));
-  writeFileSync(join(dir, 'namesrv.conf'), `listenPort=${ns}\n`);
-  proc = spawn(bin, ['standalone', '-c', join(dir, 'broker.conf'), '--namesrv-config', join(dir, 'namesrv.conf')],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.log = [];
-  proc.stdout.on('data', (d) => proc.log.push(d));
-  proc.stderr.on('data', (d) => proc.log.push(d));
-  const deadline = Date.now() + 30000;
-  while (!(await listening(kport))) {
-    assert.ok(Date.now() < deadline, 'ferrocket did not listen on its Kafka port');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  broker = await startFerrocket(dir, {
+    cluster: 'JsSaslCluster', broker: 'js-sasl-a', waitPorts: [kport],
+    conf: ['aclEnable=true', `rocketmqHome=${dir}`, `kafkaListenPort=${kport}`, `kafkaAdvertisedAddress=127.0.0.1:${kport}`,
+      'tls.server.mode=permissive', `tls.server.certPath=${dir}/cert.pem`, `tls.server.keyPath=${dir}/key.pem`],
+  });
   const admin = client(false, 'scram-sha-512', ADMIN).admin();
   await admin.connect();
   try {
@@ -97,17 +72,7 @@ before(async () => {
 });
 
 after(async () => {
-  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
-  proc.kill('SIGTERM');
-  const code = await exited;
-  const text = Buffer.concat(proc.log).toString();
-  writeFileSync(join(dir, 'ferrocket.log'), text);
-  assert.equal(code, 0, `ferrocket exited ${code} on SIGTERM; log in ${dir}`);
-  assert.deepEqual(text.split('\n').filter((l) => / ERROR /.test(l)), [], `ERROR lines in ${dir}/ferrocket.log`);
-  for (const secret of [USER[1], OTHER[1], ADMIN[1], 'wrongPassword']) {
-    assert.ok(!text.includes(secret), 'a secret reached the broker log');
-  }
-  if (passed === 6) rmSync(dir, { recursive: true, force: true });
+  await stopFerrocket(broker, passed === 6, [USER[1], OTHER[1], ADMIN[1], 'wrongPassword']);
 });
 
 /** The error and its causes, as one string. */

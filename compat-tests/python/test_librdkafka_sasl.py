@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import free_port, wait_port
+from ferrocket_proc import free_port, wait_port
 
 RUN = uuid.uuid4().hex[:8]
 TOPIC, GROUP = f"sasl-{RUN}", f"sasl-g-{RUN}"
