@@ -27,6 +27,7 @@
 
 pub mod ack;
 pub mod handle;
+pub mod present;
 pub mod receive;
 pub mod revive;
 pub mod state;

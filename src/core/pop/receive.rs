@@ -90,10 +90,14 @@ impl Core {
             return Err(PopError::PollingFull);
         };
         let deadline = tokio::time::Instant::now() + req.poll;
-        let waits = queues.iter().map(|(t, q)| (t.as_str(), *q));
+        // A message revived meanwhile wakes the pop too, even on a retry topic created since.
+        let mut waits = queues.clone();
+        if !waits.iter().any(|(t, _)| *t == retry) {
+            waits.push((retry.clone(), 0));
+        }
         let found = self
-            .wait_for_arrivals(waits, deadline, || {
-                let p = self.pop_once(req, &queues);
+            .wait_for_arrivals(waits.iter().map(|(t, q)| (t.as_str(), *q)), deadline, || {
+                let p = self.pop_once(req, &self.pop_queues(req, &retry));
                 std::future::ready((p.count() > 0).then_some(p))
             })
             .await;
