@@ -16,17 +16,19 @@
 //! ```
 //!
 //! Owns: [`PopService`] (a field of [`Core`](super::Core)), the handle format, the POP retry
-//! topic names (`KeyBuilder.buildPopRetryTopic`).
+//! topic names (`KeyBuilder.buildPopRetryTopic`), the request modes (`mode.rs`,
+//! messageRequestMode.json).
 //!
 //! Not yet: FIFO (order) pops, persistence. The checkpoints live in memory only: a restart
 //! forgets them, so messages popped and not acked before a restart are not redelivered (the
 //! consumer offset stays at the acked prefix, so they are popped again from there).
 //!
-//! May import: `model`, `store`, `meta` (through `Core`). Never a front end (`broker`, `kafka`,
+//! May import: `model`, `store`, `meta` (through `Core`), `persist`. Never a front end (`broker`, `kafka`,
 //! `grpc`), a codec (`protocol`) or `remoting`: no wire type here.
 
 pub mod ack;
 pub mod handle;
+pub mod mode;
 pub mod present;
 pub mod receive;
 pub mod revive;
@@ -60,6 +62,8 @@ pub struct PopService {
     pub(crate) wake: Notify,
     /// Pops held for long polling, per (group, topic).
     polling: Mutex<HashMap<(String, String), usize>>,
+    /// PULL or POP per (topic, group), loaded on first use.
+    modes: std::sync::OnceLock<mode::RequestModes>,
 }
 
 impl PopService {
@@ -70,6 +74,11 @@ impl PopService {
     /// Checkpoints held (messages popped and not acked, grouped by pop).
     pub fn checkpoints(&self) -> usize {
         self.table().checkpoints()
+    }
+
+    /// The request modes, loaded from `dir`/messageRequestMode.json on first use.
+    pub fn request_modes(&self, dir: &std::path::Path) -> &mode::RequestModes {
+        self.modes.get_or_init(|| mode::RequestModes::load(dir.join(mode::FILE)))
     }
 
     /// Counts a held pop of (group, topic); `None` when POP_POLLING_SIZE are already held.
