@@ -106,8 +106,8 @@ impl BrokerProcessor {
             }
             RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, conn, req).await,
             RequestCode::POP_MESSAGE => pop::pop_message(b, req).await,
-            RequestCode::ACK_MESSAGE => pop_ack::ack_message(b, req),
-            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => pop_ack::change_invisible_time(b, req),
+            RequestCode::ACK_MESSAGE => pop_ack::ack_message(b, req).await,
+            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => pop_ack::change_invisible_time(b, req).await,
             RequestCode::QUERY_ASSIGNMENT => pop_assign::query_assignment(b, req),
             RequestCode::SET_MESSAGE_REQUEST_MODE => pop_assign::set_message_request_mode(b, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,

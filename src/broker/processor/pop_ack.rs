@@ -20,23 +20,23 @@ use crate::protocol::header::pop::{
 use crate::protocol::header::CommandHeader;
 use crate::protocol::{RemotingCommand, ResponseCode};
 
-pub fn ack_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+pub async fn ack_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = AckMessageRequestHeader::decode(&req.ext_fields)?;
     let handle = check(b, (&h.consumer_group, &h.topic, h.queue_id), &h.extra_info, h.offset)?;
-    match b.pop_ack(&h.consumer_group, &h.topic, h.queue_id, &handle, h.offset) {
+    match b.pop_ack(&h.consumer_group, &h.topic, h.queue_id, &handle, h.offset).await {
         AckOutcome::Acked => Ok(Some(super::ok(req))),
         AckOutcome::Stale => fail(ResponseCode::NO_MESSAGE, "no pending message matches the receipt handle"),
     }
 }
 
-pub fn change_invisible_time(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+pub async fn change_invisible_time(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let h = ChangeInvisibleTimeRequestHeader::decode(&req.ext_fields)?;
     if !(pop::MIN_INVISIBLE_MS..=pop::MAX_INVISIBLE_MS).contains(&h.invisible_time) {
         return Err(BrokerError::InvalidParameter(format!("invisibleTime {} is out of range", h.invisible_time)));
     }
     let handle = check(b, (&h.consumer_group, &h.topic, h.queue_id), &h.extra_info, h.offset)?;
     let Some(changed) =
-        b.pop_change_invisible(&h.consumer_group, &h.topic, h.queue_id, &handle, h.offset, h.invisible_time)
+        b.pop_change_invisible(&h.consumer_group, &h.topic, h.queue_id, &handle, h.offset, h.invisible_time).await
     else {
         return fail(ResponseCode::NO_MESSAGE, "no pending message matches the receipt handle");
     };

@@ -7,7 +7,8 @@
 //! May import: `model`, `store`, `meta` (through `Core`).
 
 use super::handle::Handle;
-use super::state::{AckOutcome, QueueKey};
+use super::persist::Rec;
+use super::state::{AckOutcome, NewCk, QueueKey};
 use crate::core::Core;
 use crate::store::now_ms;
 
@@ -22,22 +23,29 @@ pub struct Changed {
 
 impl Core {
     /// Acks the message at `offset` of the stored `topic`'s queue, popped under `handle`.
-    pub fn pop_ack(&self, group: &str, topic: &str, queue_id: i32, handle: &Handle, offset: i64) -> AckOutcome {
+    pub async fn pop_ack(&self, group: &str, topic: &str, queue_id: i32, handle: &Handle, offset: i64) -> AckOutcome {
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
-        let mut table = self.pop.table();
-        let outcome = table.ack(&key, (handle.ck_offset, handle.pop_time), offset);
-        if outcome == AckOutcome::Acked {
-            if let Some(c) = table.committed(&key) {
-                self.offsets.commit(group, topic, queue_id, c);
+        let (start, pop_time) = (handle.ck_offset, handle.pop_time);
+        let outcome = {
+            let mut table = self.pop.table();
+            let outcome = table.ack(&key, (start, pop_time), offset);
+            if outcome == AckOutcome::Acked {
+                if let Some(c) = table.committed(&key) {
+                    self.offsets.commit(group, topic, queue_id, c);
+                }
+                table.forget_if_idle(&key);
             }
-            table.forget_if_idle(&key);
+            outcome
+        };
+        if outcome == AckOutcome::Acked {
+            self.pop_log(&[Rec::Ack { key, start, pop_time, offset }]).await;
         }
         outcome
     }
 
     /// Hides the message for `invisible_ms` from now under a new checkpoint; `None` when the
     /// handle is stale (nothing changes then).
-    pub fn pop_change_invisible(
+    pub async fn pop_change_invisible(
         &self,
         group: &str,
         topic: &str,
@@ -47,18 +55,25 @@ impl Core {
         invisible_ms: i64,
     ) -> Option<Changed> {
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
-        let mut table = self.pop.table();
         let old = (handle.ck_offset, handle.pop_time);
-        if !table.is_pending(&key, old, offset) {
-            return None;
-        }
-        // The new checkpoint first (while the old one exists, so their ids differ), so the
-        // queue's committed offset never passes the message.
-        let (next, _) = table.next_offset(&key);
-        let (start, pop_time) = table.record(&key, offset, now_ms(), invisible_ms, &[offset], next?);
-        table.ack(&key, old, offset);
-        drop(table);
+        let (start, pop_time, next) = {
+            let mut table = self.pop.table();
+            if !table.is_pending(&key, old, offset) {
+                return None;
+            }
+            // The new checkpoint first (while the old one exists, so their ids differ), so the
+            // queue's committed offset never passes the message.
+            let next = table.next_offset(&key).0?;
+            let rec = self.pop_state_end();
+            let ck =
+                NewCk { start: offset, pop_time: now_ms(), invisible: invisible_ms, offsets: &[offset], next, rec };
+            let (start, pop_time) = table.record(&key, ck, false);
+            table.ack(&key, old, offset);
+            (start, pop_time, next)
+        };
         self.pop.wake.notify_one();
+        let new = Rec::Ck { key: key.clone(), start, pop_time, invisible: invisible_ms, next, offsets: vec![offset] };
+        self.pop_log(&[new, Rec::Ack { key, start: old.0, pop_time: old.1, offset }]).await;
         Some(Changed { start_offset: start, pop_time, invisible_time: invisible_ms })
     }
 }

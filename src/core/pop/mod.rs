@@ -19,9 +19,10 @@
 //! topic names (`KeyBuilder.buildPopRetryTopic`), the request modes (`mode.rs`,
 //! messageRequestMode.json).
 //!
-//! Not yet: FIFO (order) pops, persistence. The checkpoints live in memory only: a restart
-//! forgets them, so messages popped and not acked before a restart are not redelivered (the
-//! consumer offset stays at the acked prefix, so they are popped again from there).
+//! Persistence (`persist.rs`): checkpoints, acks and revives are appended to the CommitLog on
+//! `rmq_sys_POP_STATE_<cluster>` and replayed at start, so kill -9 loses no checkpoint and
+//! redelivers nothing acked (a revive interrupted between its re-put and its record is
+//! redelivered twice: at least once). Not yet: FIFO (order) pops.
 //!
 //! May import: `model`, `store`, `meta` (through `Core`), `persist`. Never a front end (`broker`, `kafka`,
 //! `grpc`), a codec (`protocol`) or `remoting`: no wire type here.
@@ -29,6 +30,7 @@
 pub mod ack;
 pub mod handle;
 pub mod mode;
+pub mod persist;
 pub mod present;
 pub mod receive;
 pub mod revive;

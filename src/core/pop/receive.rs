@@ -11,8 +11,9 @@
 
 use std::time::Duration;
 
+use super::persist::Rec;
 use super::pop_retry_topic;
-use super::state::QueueKey;
+use super::state::{NewCk, QueueKey};
 use crate::core::Core;
 use crate::model::group::RETRY_GROUP_TOPIC_PREFIX;
 use crate::store::mapped_file::MappedSlice;
@@ -61,6 +62,8 @@ pub struct PoppedQueue {
     pub start_offset: i64,
     /// The checkpoint's pop time (the handle's second field; unique per queue and start).
     pub pop_time: i64,
+    /// Where the next pop of the queue reads.
+    pub next_offset: i64,
     pub messages: Vec<PoppedMessage>,
 }
 
@@ -84,6 +87,7 @@ impl Core {
         let queues = self.pop_queues(req, &retry);
         let first = self.pop_once(req, &queues);
         if first.count() > 0 || req.poll.is_zero() || queues.is_empty() {
+            self.log_popped(req, &first).await;
             return Ok(first);
         }
         let Some(_held) = self.pop.enter_polling(req.group, req.topic) else {
@@ -101,7 +105,26 @@ impl Core {
                 std::future::ready((p.count() > 0).then_some(p))
             })
             .await;
-        Ok(found.unwrap_or(first))
+        let popped = found.unwrap_or(first);
+        self.log_popped(req, &popped).await;
+        Ok(popped)
+    }
+
+    /// Appends the pop's checkpoints to the state log.
+    async fn log_popped(&self, req: &PopRequest<'_>, p: &Popped) {
+        let recs: Vec<Rec> = p
+            .queues
+            .iter()
+            .map(|q| Rec::Ck {
+                key: QueueKey { group: req.group.to_owned(), topic: q.topic.clone(), queue_id: q.queue_id },
+                start: q.start_offset,
+                pop_time: q.pop_time,
+                invisible: p.invisible_time,
+                next: q.next_offset,
+                offsets: q.messages.iter().map(|m| m.queue_offset).collect(),
+            })
+            .collect();
+        self.pop_log(&recs).await;
     }
 
     /// The queues to read, in order: the topic's from a random one, the retry topic's before
@@ -193,7 +216,9 @@ impl Core {
             })
             .collect();
         let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset).collect();
-        let (start, pop_time) = table.record(key, offset, pop_time, req.invisible_ms, &offsets, next);
+        let rec = self.pop_state_end();
+        let ck = NewCk { start: offset, pop_time, invisible: req.invisible_ms, offsets: &offsets, next, rec };
+        let (start, pop_time) = table.record(key, ck, false);
         if let Some(c) = table.committed(key) {
             self.offsets.commit(&key.group, &key.topic, key.queue_id, c);
         }
@@ -208,6 +233,7 @@ impl Core {
             queue_id: key.queue_id,
             start_offset: start,
             pop_time,
+            next_offset: next,
             messages,
         });
         (found, rest)

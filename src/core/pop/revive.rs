@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::persist::Rec;
 use super::pop_retry_topic;
 use super::state::Expired;
 use crate::core::Core;
@@ -22,6 +23,8 @@ use crate::store::{now_ms, AcceptAll, PutStatus};
 pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 /// Checkpoints revived per round.
 const BATCH: usize = 256;
+/// How often the state log's replay point is moved on.
+const REPLAY_POINT_EVERY: Duration = Duration::from_secs(5);
 /// A failed re-put is tried again this much later.
 const RETRY_DELAY_MS: i64 = 1_000;
 
@@ -29,9 +32,10 @@ const RETRY_DELAY_MS: i64 = 1_000;
 pub async fn run(core: Arc<Core>) {
     loop {
         let next = core.pop.table().next_deadline();
+        // The replay point moves on at least every few seconds.
         let sleep = match next {
-            Some(d) => Duration::from_millis((d - now_ms()).max(0) as u64),
-            None => Duration::from_secs(3600),
+            Some(d) => Duration::from_millis((d - now_ms()).max(0) as u64).min(REPLAY_POINT_EVERY),
+            None => REPLAY_POINT_EVERY,
         };
         tokio::select! {
             _ = tokio::time::sleep(sleep) => {}
@@ -39,6 +43,7 @@ pub async fn run(core: Arc<Core>) {
             _ = core.closing.cancelled() => return,
         }
         core.revive_due(now_ms()).await;
+        core.pop_mark_replay_point();
     }
 }
 
@@ -56,12 +61,16 @@ impl Core {
                 match self.revive_one(&e).await {
                     Ok(n) => {
                         revived += n;
-                        let mut table = self.pop.table();
-                        table.revived(&e);
-                        if let Some(c) = table.committed(&e.key) {
-                            self.offsets.commit(&e.key.group, &e.key.topic, e.key.queue_id, c);
+                        {
+                            let mut table = self.pop.table();
+                            table.revived(&e);
+                            if let Some(c) = table.committed(&e.key) {
+                                self.offsets.commit(&e.key.group, &e.key.topic, e.key.queue_id, c);
+                            }
+                            table.forget_if_idle(&e.key);
                         }
-                        table.forget_if_idle(&e.key);
+                        let (start, pop_time) = e.ck;
+                        self.pop_log(&[Rec::Revived { key: e.key.clone(), start, pop_time }]).await;
                     }
                     Err(why) => {
                         tracing::warn!(group = %e.key.group, topic = %e.key.topic, queue = e.key.queue_id, %why,

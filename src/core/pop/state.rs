@@ -23,6 +23,18 @@ pub const MAX_INFLIGHT_PER_QUEUE: usize = 10_000;
 /// Checkpoints kept in all (Java's `popCkMaxBufferSize` default).
 pub const MAX_CHECKPOINTS: usize = 200_000;
 
+/// A checkpoint to record.
+#[derive(Debug, Clone, Copy)]
+pub struct NewCk<'a> {
+    pub start: i64,
+    pub pop_time: i64,
+    pub invisible: i64,
+    pub offsets: &'a [i64],
+    pub next: i64,
+    /// At or below the state-log offset its record will get.
+    pub rec: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct QueueKey {
     pub group: String,
@@ -42,6 +54,8 @@ struct Ck {
     offsets: Vec<(i64, bool)>,
     /// Taken by the revive timer; removed once re-put.
     reviving: bool,
+    /// At or below the state-log offset of this checkpoint's record (`persist.rs`).
+    rec: i64,
 }
 
 #[derive(Debug, Default)]
@@ -85,37 +99,49 @@ impl PopTable {
         }
     }
 
-    /// Records a pop of `offsets` (ascending) read from `start`; the queue continues at `next`.
-    /// Returns the checkpoint's id. An empty `offsets` only moves `next` (filtered messages).
-    pub fn record(
-        &mut self,
-        key: &QueueKey,
-        start: i64,
-        pop_time: i64,
-        invisible: i64,
-        offsets: &[i64],
-        next: i64,
-    ) -> CkId {
+    /// Records a pop of `ck.offsets` (ascending) read from `ck.start`; the queue continues at
+    /// `ck.next`. Returns the checkpoint's id: its pop time moves on by a millisecond while the
+    /// id is taken (`exact`: kept as given, for a replay; an existing id is left alone). An
+    /// empty `offsets` only moves `next` (filtered messages).
+    pub fn record(&mut self, key: &QueueKey, ck: NewCk<'_>, exact: bool) -> CkId {
         let q = self.queues.entry(key.clone()).or_default();
-        q.next = q.next.max(next);
-        let mut pop_time = pop_time;
-        while q.cks.contains_key(&(start, pop_time)) {
+        q.next = q.next.max(ck.next);
+        let mut pop_time = ck.pop_time;
+        while !exact && q.cks.contains_key(&(ck.start, pop_time)) {
             pop_time += 1;
         }
-        let id = (start, pop_time);
-        if offsets.is_empty() {
+        let id = (ck.start, pop_time);
+        if ck.offsets.is_empty() || q.cks.contains_key(&id) {
             return id;
         }
         self.seq += 1;
-        let deadline = pop_time.saturating_add(invisible);
-        q.cks.insert(
-            id,
-            Ck { deadline, seq: self.seq, offsets: offsets.iter().map(|o| (*o, false)).collect(), reviving: false },
-        );
-        q.inflight += offsets.len();
+        let deadline = pop_time.saturating_add(ck.invisible);
+        let offsets = ck.offsets.iter().map(|o| (*o, false)).collect();
+        q.cks.insert(id, Ck { deadline, seq: self.seq, offsets, reviving: false, rec: ck.rec });
+        q.inflight += ck.offsets.len();
         self.checkpoints += 1;
         self.timers.insert((deadline, self.seq), (key.clone(), id));
         id
+    }
+
+    /// Drops a checkpoint outright (a replayed revive).
+    pub fn drop_ck(&mut self, key: &QueueKey, id: CkId) {
+        let Some(q) = self.queues.get_mut(key) else { return };
+        if let Some(c) = q.cks.remove(&id) {
+            q.inflight -= c.offsets.iter().filter(|(_, done)| !done).count();
+            self.timers.remove(&(c.deadline, c.seq));
+            self.checkpoints -= 1;
+        }
+    }
+
+    /// The lowest state-log offset a live checkpoint's record may sit at.
+    pub fn min_rec(&self) -> Option<i64> {
+        self.queues.values().flat_map(|q| q.cks.values()).map(|c| c.rec).min()
+    }
+
+    /// Every queue with state.
+    pub fn keys(&self) -> Vec<QueueKey> {
+        self.queues.keys().cloned().collect()
     }
 
     /// Marks `offset` of checkpoint `ck` done.
@@ -186,11 +212,7 @@ impl PopTable {
 
     /// A revived checkpoint's messages are re-put: drops it.
     pub fn revived(&mut self, e: &Expired) {
-        let Some(q) = self.queues.get_mut(&e.key) else { return };
-        if let Some(c) = q.cks.remove(&e.ck) {
-            q.inflight -= c.offsets.iter().filter(|(_, done)| !done).count();
-            self.checkpoints -= 1;
-        }
+        self.drop_ck(&e.key, e.ck);
     }
 
     /// A re-put failed: the checkpoint is retried at `retry_at`.
@@ -211,6 +233,10 @@ impl PopTable {
 mod tests {
     use super::*;
 
+    fn new_ck(start: i64, pop_time: i64, invisible: i64, offsets: &[i64], next: i64) -> NewCk<'_> {
+        NewCk { start, pop_time, invisible, offsets, next, rec: 0 }
+    }
+
     fn key() -> QueueKey {
         QueueKey { group: "g".into(), topic: "T".into(), queue_id: 0 }
     }
@@ -218,7 +244,7 @@ mod tests {
     #[test]
     fn the_offset_moves_over_the_acked_prefix_only() {
         let mut t = PopTable::default();
-        let ck = t.record(&key(), 0, 1000, 60_000, &[0, 1, 2], 3);
+        let ck = t.record(&key(), new_ck(0, 1000, 60_000, &[0, 1, 2], 3), false);
         assert_eq!(t.committed(&key()), Some(0));
         assert_eq!(t.ack(&key(), ck, 1), AckOutcome::Acked);
         assert_eq!(t.committed(&key()), Some(0), "a gap at 0 holds the offset");
@@ -236,7 +262,7 @@ mod tests {
     #[test]
     fn an_expired_checkpoint_is_revived_and_its_handle_turns_stale() {
         let mut t = PopTable::default();
-        let ck = t.record(&key(), 5, 1000, 10_000, &[5, 6], 7);
+        let ck = t.record(&key(), new_ck(5, 1000, 10_000, &[5, 6], 7), false);
         t.ack(&key(), ck, 6);
         assert_eq!(t.next_deadline(), Some(11_000));
         assert!(t.take_expired(10_999, 10).is_empty());
@@ -252,7 +278,7 @@ mod tests {
     #[test]
     fn a_failed_revive_is_retried_and_unknown_checkpoints_are_stale() {
         let mut t = PopTable::default();
-        let ck = t.record(&key(), 0, 0, 100, &[0], 1);
+        let ck = t.record(&key(), new_ck(0, 0, 100, &[0], 1), false);
         assert_eq!(t.ack(&key(), (0, 1), 0), AckOutcome::Stale, "other pop time");
         let e = t.take_expired(100, 10);
         t.revive_later(&e[0], 1100);
@@ -263,8 +289,8 @@ mod tests {
     #[test]
     fn two_pops_in_one_millisecond_get_distinct_checkpoints() {
         let mut t = PopTable::default();
-        let a = t.record(&key(), 0, 7, 100, &[0], 1);
-        let b = t.record(&key(), 0, 7, 100, &[0], 1);
+        let a = t.record(&key(), new_ck(0, 7, 100, &[0], 1), false);
+        let b = t.record(&key(), new_ck(0, 7, 100, &[0], 1), false);
         assert_ne!(a, b);
         assert_eq!(t.checkpoints(), 2);
     }
@@ -273,7 +299,7 @@ mod tests {
     fn pops_of_a_full_queue_stop() {
         let mut t = PopTable::default();
         let offsets: Vec<i64> = (0..MAX_INFLIGHT_PER_QUEUE as i64).collect();
-        t.record(&key(), 0, 0, 100, &offsets, offsets.len() as i64);
+        t.record(&key(), new_ck(0, 0, 100, &offsets, offsets.len() as i64), false);
         assert!(!t.next_offset(&key()).1);
     }
 }

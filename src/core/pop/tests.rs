@@ -78,14 +78,14 @@ async fn popped_messages_are_hidden_and_acks_move_the_offset() {
     assert_eq!(again.count(), 1, "the first two are invisible");
     assert_eq!(c.offsets.query("g", "T", 0), 0);
     let h1 = handle(&p, q, &q.messages[1]);
-    assert_eq!(c.pop_ack("g", "T", 0, &h1, 1), AckOutcome::Acked);
+    assert_eq!(c.pop_ack("g", "T", 0, &h1, 1).await, AckOutcome::Acked);
     assert_eq!(c.offsets.query("g", "T", 0), 0, "offset 0 is not acked yet");
-    assert_eq!(c.pop_ack("g", "T", 0, &h1, 1), AckOutcome::Stale, "acked twice");
+    assert_eq!(c.pop_ack("g", "T", 0, &h1, 1).await, AckOutcome::Stale, "acked twice");
     let h0 = handle(&p, q, &q.messages[0]);
-    assert_eq!(c.pop_ack("g", "T", 0, &h0, 0), AckOutcome::Acked);
+    assert_eq!(c.pop_ack("g", "T", 0, &h0, 0).await, AckOutcome::Acked);
     assert_eq!(c.offsets.query("g", "T", 0), 2);
     let forged = Handle { pop_time: h0.pop_time + 1, ..h0 };
-    assert_eq!(c.pop_ack("g", "T", 0, &forged, 0), AckOutcome::Stale);
+    assert_eq!(c.pop_ack("g", "T", 0, &forged, 0).await, AckOutcome::Stale);
 }
 
 /// A core with one message on T/0, popped by `g` with a 1 s invisible time.
@@ -114,10 +114,10 @@ async fn an_unacked_message_is_revived_to_the_retry_topic_and_a_stale_handle_doe
     let msg = crate::store::commit_log::record::decode(&rq.messages[0].record, false).unwrap();
     assert_eq!(msg.reconsume_times, 1);
     assert_eq!(msg.body.as_ref(), b"m0");
-    assert_eq!(c.pop_ack("g", "T", 0, &old, 0), AckOutcome::Stale, "the old handle");
-    assert_eq!(c.pop_ack("g", &rq.topic, 0, &old, 0), AckOutcome::Stale, "the old handle on the retry topic");
+    assert_eq!(c.pop_ack("g", "T", 0, &old, 0).await, AckOutcome::Stale, "the old handle");
+    assert_eq!(c.pop_ack("g", &rq.topic, 0, &old, 0).await, AckOutcome::Stale, "the old handle on the retry topic");
     let new = handle(&again, rq, &rq.messages[0]);
-    assert_eq!(c.pop_ack("g", &rq.topic, 0, &new, rq.messages[0].queue_offset), AckOutcome::Acked);
+    assert_eq!(c.pop_ack("g", &rq.topic, 0, &new, rq.messages[0].queue_offset).await, AckOutcome::Acked);
     assert_eq!(c.pop.checkpoints(), 0);
 }
 
@@ -126,12 +126,12 @@ async fn a_change_returns_a_new_handle_and_stales_the_old_one() {
     let (_dir, c, p) = one_popped().await;
     let q = &p.queues[0];
     let old = handle(&p, q, &q.messages[0]);
-    let changed = c.pop_change_invisible("g", "T", 0, &old, 0, 60_000).unwrap();
+    let changed = c.pop_change_invisible("g", "T", 0, &old, 0, 60_000).await.unwrap();
     assert_eq!(c.revive_due(p.pop_time + 1_000).await, 0, "the old deadline no longer applies");
-    assert_eq!(c.pop_ack("g", "T", 0, &old, 0), AckOutcome::Stale);
-    assert!(c.pop_change_invisible("g", "T", 0, &old, 0, 60_000).is_none());
+    assert_eq!(c.pop_ack("g", "T", 0, &old, 0).await, AckOutcome::Stale);
+    assert!(c.pop_change_invisible("g", "T", 0, &old, 0, 60_000).await.is_none());
     let new = Handle { ck_offset: changed.start_offset, pop_time: changed.pop_time, ..old };
-    assert_eq!(c.pop_ack("g", "T", 0, &new, 0), AckOutcome::Acked);
+    assert_eq!(c.pop_ack("g", "T", 0, &new, 0).await, AckOutcome::Acked);
     assert_eq!(c.offsets.query("g", "T", 0), 1);
 }
 
@@ -156,4 +156,31 @@ fn retry_topic_names_follow_key_builder() {
     assert_eq!(pop_retry_topic("T", "g", false), "%RETRY%g_T");
     assert_eq!(pop_retry_topic("T", "g", true), "%RETRY%g+T");
     assert_eq!(marked_topic(TopicMark::RetryV2, "T", "g"), "%RETRY%g+T");
+}
+
+#[tokio::test]
+async fn a_restart_replays_checkpoints_and_acks_from_the_state_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (h0, pop_time) = {
+        let c = core(dir.path());
+        c.pop_restore().await;
+        c.topics.create_if_absent("T", 1, 6, 0);
+        put(&c, "T", 0, 3).await;
+        let p = c.pop(&req(0, 3, 60_000, Duration::ZERO)).await.unwrap();
+        let q = &p.queues[0];
+        let h1 = handle(&p, q, &q.messages[1]);
+        assert_eq!(c.pop_ack("g", "T", 0, &h1, 1).await, AckOutcome::Acked);
+        c.persist_topics().await;
+        c.store.await_dispatched(Duration::from_secs(5)).await;
+        (handle(&p, q, &q.messages[0]), p.pop_time)
+    };
+    let c = core(dir.path());
+    assert_eq!(c.pop_restore().await, 2, "one checkpoint, one ack");
+    assert_eq!(c.offsets.query("g", "T", 0), 0);
+    assert_eq!(c.pop(&req(0, 3, 60_000, Duration::ZERO)).await.unwrap().count(), 0, "all three still invisible");
+    assert_eq!(c.pop_ack("g", "T", 0, &h0, 0).await, AckOutcome::Acked, "a handle from before the restart acks");
+    let h1 = Handle { queue_offset: Some(1), ..h0.clone() };
+    assert_eq!(c.pop_ack("g", "T", 0, &h1, 1).await, AckOutcome::Stale, "acked before the restart");
+    assert_eq!(c.offsets.query("g", "T", 0), 2);
+    assert_eq!(c.revive_due(pop_time + 60_000).await, 1, "offset 2 comes back");
 }
