@@ -11,6 +11,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.message.MessageRequestMode;
 import org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig;
 import org.junit.jupiter.api.AfterAll;
@@ -93,6 +94,56 @@ class PopConsumeTest {
             }
             assertEquals(List.of("0", "1"), handles.get("b3").stream().map(h -> h.split(" ")[4]).toList(),
                 "retry marks of b3's handles: " + handles.get("b3"));
+        } finally {
+            c.shutdown();
+        }
+    }
+
+    @Test
+    void aKilledBrokerRedeliversNothingAckedAndLosesNothingUnacked() throws Exception {
+        String topic = Compat.unique("popkill");
+        d.env.createTopic(topic, 2, 2, 6);
+        String group = Compat.unique("cg-popkill");
+        SubscriptionGroupConfig g = new SubscriptionGroupConfig();
+        g.setGroupName(group);
+        d.admin.createAndUpdateSubscriptionGroupConfig(d.env.brokerAddr(), g);
+        d.admin.setMessageRequestMode(d.env.brokerAddr(), topic, group, MessageRequestMode.POP, 0, 5_000);
+        MessageQueue q0 = new MessageQueue(topic, d.env.brokerName(), 0);
+        MessageQueue q1 = new MessageQueue(topic, d.env.brokerName(), 1);
+        for (int i = 0; i < 4; i++) {
+            d.producer.send(Clients.message(topic, "TagA", "k" + i, "b" + i), q0);
+        }
+        d.producer.send(Clients.message(topic, "TagA", "late", "late"), q1);
+
+        Map<String, List<Integer>> deliveries = new ConcurrentHashMap<>();
+        DefaultMQPushConsumer c = Clients.push(d.env.namesrvAddr(), group, "popkill", topic, "*", (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                String body = new String(m.getBody(), StandardCharsets.UTF_8);
+                deliveries.computeIfAbsent(body, k -> new CopyOnWriteArrayList<>()).add(m.getReconsumeTimes());
+                if (body.equals("late") && m.getReconsumeTimes() == 0) {
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.setClientRebalance(false);
+        c.setPopInvisibleTime(5_000);
+        c.start();
+        try {
+            // b0..b3 acked (queue 0's offset moves over acked messages only), "late" popped once.
+            Wait.until("queue 0 of " + topic + " acked to its end", Duration.ofSeconds(40),
+                () -> d.rpc.committedOffset(d.env.brokerAddr(), group, topic, 0), o -> o != null && o == 4L);
+            Wait.until("late delivered", Duration.ofSeconds(40), () -> deliveries.containsKey("late"), x -> x);
+            d.env.killBroker();
+            d.env.startBroker();
+            // "late" was never acked: it comes back (after its invisible time, so after any acked
+            // message would have come back too).
+            Wait.until("late redelivered after the kill", Duration.ofSeconds(90),
+                () -> deliveries.getOrDefault("late", List.of()), l -> l.size() >= 2);
+            for (int i = 0; i < 4; i++) {
+                assertEquals(List.of(0), deliveries.get("b" + i), "b" + i + " acked before the kill: " + deliveries);
+            }
+            assertEquals(List.of(0, 1), deliveries.get("late"), "reconsumeTimes of late's deliveries");
         } finally {
             c.shutdown();
         }
