@@ -205,3 +205,39 @@ async fn hostile_pop_requests_are_refused() {
     assert_eq!(a.response_code(), ResponseCode::SUCCESS, "{:?}", a.remark);
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_modes_and_assignments_refuse_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    assert_eq!(call_addr(&c, &b.addr, send("POPA", 0, b"x", "A")).await.response_code(), ResponseCode::SUCCESS);
+    let body = |topic: &str, group: &str| {
+        format!(r#"{{"topic":"{topic}","consumerGroup":"{group}","mode":"POP","popShareQueueNum":0}}"#).into_bytes()
+    };
+    let set = |b: Vec<u8>| request(RequestCode::SET_MESSAGE_REQUEST_MODE, &[]).with_body(b);
+    for (bad, code) in [
+        (b"garbage".to_vec(), ResponseCode::INVALID_PARAMETER),
+        (body("%RETRY%G", "G"), ResponseCode::NO_PERMISSION),
+        (body("NOPE", "G"), ResponseCode::TOPIC_NOT_EXIST),
+        (body("POPA", "no group here"), ResponseCode::INVALID_PARAMETER),
+        (body("POPA", "NOGROUP"), ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST),
+    ] {
+        let r = call_addr(&c, &b.addr, set(bad)).await;
+        assert_eq!(r.response_code(), code, "{:?}", r.remark);
+    }
+    // A pop creates its group; then the mode can be set and is kept in messageRequestMode.json.
+    call_addr(&c, &b.addr, pop("G", "POPA", -1, 1, 60_000, 0)).await;
+    let r = call_addr(&c, &b.addr, set(body("POPA", "G"))).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let file = std::fs::read_to_string(b.inner.config.config_dir().join("messageRequestMode.json")).unwrap();
+    assert!(file.contains("\"POPA\"") && file.contains("\"POP\""), "{file}");
+    // Without a connected consumer there is nothing to assign (Java: null).
+    let q = br#"{"topic":"POPA","consumerGroup":"G","clientId":"c1","strategyName":"AVG","messageModel":"CLUSTERING"}"#;
+    let r = call_addr(&c, &b.addr, request(RequestCode::QUERY_ASSIGNMENT, &[]).with_body(q.to_vec())).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    assert_eq!(String::from_utf8_lossy(&r.body), r#"{"messageQueueAssignments":null}"#);
+    let r = call_addr(&c, &b.addr, request(RequestCode::QUERY_ASSIGNMENT, &[]).with_body(b"{}".to_vec())).await;
+    assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER, "{:?}", r.remark);
+    b.stop().await;
+}

@@ -44,7 +44,7 @@ pub async fn pop_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled
         invisible_ms: h.invisible_time,
         poll,
         init_from_min: h.init_mode == INIT_MODE_MIN,
-        retry_v2: false,
+        retry_v2: b.config.enable_retry_topic_v2,
         filter: &filter,
     };
     b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;

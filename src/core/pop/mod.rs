@@ -6,7 +6,7 @@
 //! ```text
 //!   pop (receive.rs)   queue -1 = all readable queues from a random one; the retry topic
 //!                      %RETRY%{group}_{topic} first 20 % of the time; long polling on
-//!                      Core::wait_for_arrivals; PollingFull past POP_POLLING_SIZE
+//!                      Core::wait_for_arrivals; PollingFull past popPollingSize
 //!       -> state.rs    PopTable: checkpoints (start, popTime) per (group, topic, queue),
 //!                      revive timer by deadline; committed offset = acked prefix
 //!   ack / change (ack.rs)   handle.rs: the ExtraInfoUtil handle, parsed or refused
@@ -47,8 +47,6 @@ pub use state::{AckOutcome, QueueKey};
 
 use crate::model::group::RETRY_GROUP_TOPIC_PREFIX;
 
-/// Java's `popPollingSize` default: pops of one (group, topic) held at once for long polling.
-pub const POP_POLLING_SIZE: usize = 1024;
 /// Shortest and longest invisible time a pop or change may ask for (the issue's 10 s..12 h is
 /// the gRPC door's rule; remoting clients use shorter ones, so the floor here is 1 s).
 pub const MIN_INVISIBLE_MS: i64 = 1_000;
@@ -83,12 +81,12 @@ impl PopService {
         self.modes.get_or_init(|| mode::RequestModes::load(dir.join(mode::FILE)))
     }
 
-    /// Counts a held pop of (group, topic); `None` when POP_POLLING_SIZE are already held.
-    fn enter_polling(&self, group: &str, topic: &str) -> Option<PollingGuard<'_>> {
+    /// Counts a held pop of (group, topic); `None` when `limit` (popPollingSize) are already held.
+    fn enter_polling(&self, group: &str, topic: &str, limit: usize) -> Option<PollingGuard<'_>> {
         let mut m = self.polling.lock().unwrap_or_else(|e| e.into_inner());
         let key = (group.to_owned(), topic.to_owned());
         let n = m.entry(key.clone()).or_default();
-        if *n >= POP_POLLING_SIZE {
+        if *n >= limit {
             return None;
         }
         *n += 1;

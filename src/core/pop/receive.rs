@@ -90,7 +90,7 @@ impl Core {
             self.log_popped(req, &first).await;
             return Ok(first);
         }
-        let Some(_held) = self.pop.enter_polling(req.group, req.topic) else {
+        let Some(_held) = self.pop.enter_polling(req.group, req.topic, self.config.pop_polling_size) else {
             return Err(PopError::PollingFull);
         };
         let deadline = tokio::time::Instant::now() + req.poll;

@@ -107,7 +107,7 @@ impl Core {
         } else if e.key.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
             e.key.topic.clone()
         } else {
-            pop_retry_topic(&e.key.topic, &e.key.group, false)
+            pop_retry_topic(&e.key.topic, &e.key.group, self.config.enable_retry_topic_v2)
         };
         let (_, created) = self.topics.create_if_absent(&topic, 1, perm::READ | perm::WRITE, 0);
         if created {

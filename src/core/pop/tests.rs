@@ -151,6 +151,26 @@ async fn a_held_pop_is_woken_by_an_arrival() {
     assert_eq!(waiter.await.unwrap(), 1);
 }
 
+#[tokio::test]
+async fn pops_held_past_pop_polling_size_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        BrokerConfig { store_path_root_dir: dir.path().to_owned(), pop_polling_size: 1, ..BrokerConfig::default() };
+    let c = Arc::new(Core::open(config).unwrap());
+    c.topics.create_if_absent("T", 1, 6, 0);
+    let c2 = c.clone();
+    let held =
+        tokio::spawn(async move { c2.pop(&req(-1, 1, 60_000, Duration::from_secs(30))).await.map(|p| p.count()) });
+    while c.hold.held() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let full = c.pop(&req(-1, 1, 60_000, Duration::from_secs(30))).await;
+    assert_eq!(full.err(), Some(PopError::PollingFull));
+    assert_eq!(c.pop(&req(-1, 1, 60_000, Duration::ZERO)).await.map(|p| p.count()), Ok(0), "no hold: not counted");
+    c.closing.cancel();
+    assert_eq!(held.await.unwrap(), Ok(0));
+}
+
 #[test]
 fn retry_topic_names_follow_key_builder() {
     assert_eq!(pop_retry_topic("T", "g", false), "%RETRY%g_T");
