@@ -241,3 +241,42 @@ async fn request_modes_and_assignments_refuse_bad_input() {
     assert_eq!(r.response_code(), ResponseCode::INVALID_PARAMETER, "{:?}", r.remark);
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orderly_pop_locks_its_queue_and_redelivers_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let broker = b.inner.config.broker_name.clone();
+    let c = client();
+    for body in [b"m0".as_slice(), b"m1"] {
+        assert_eq!(call_addr(&c, &b.addr, send("POPO", 0, body, "A")).await.response_code(), ResponseCode::SUCCESS);
+    }
+    wait_max_offset(&c, &b.addr, "POPO", 0, 2).await;
+    let ordered = |max: i32, invisible: i64, poll: i64| {
+        let mut r = pop("OG", "POPO", 0, max, invisible, poll);
+        r.ext_fields.insert("order".into(), "true".into());
+        r
+    };
+    let r = call_addr(&c, &b.addr, ordered(1, 1_000, 0)).await;
+    assert_eq!(r.ext_fields["reviveQid"], "999");
+    let (m, _) = handles(&r, &broker).remove(0);
+    assert_eq!(m.body.as_ref(), b"m0");
+    let locked = call_addr(&c, &b.addr, ordered(32, 60_000, 0)).await;
+    assert_eq!(locked.response_code(), ResponseCode::POLLING_TIMEOUT, "the queue is locked while m0 is out");
+    // m0 expires unacked: the held pop is woken and gets it again, from the queue, counted.
+    let again = call_long(&c, &b.addr, ordered(32, 60_000, 10_000)).await;
+    assert_eq!(again.response_code(), ResponseCode::SUCCESS, "{:?}", again.remark);
+    let got = handles(&again, &broker);
+    let bodies: Vec<&[u8]> = got.iter().map(|(m, _)| m.body.as_ref()).collect();
+    assert_eq!(bodies, vec![b"m0".as_slice(), b"m1"], "redelivered in order");
+    assert_eq!(got[0].0.topic, "POPO");
+    assert_eq!(again.ext_fields["orderCountInfo"], "0 qo0%0 1");
+    for (m, h) in &got {
+        let a = call_addr(&c, &b.addr, ack(RequestCode::ACK_MESSAGE, "OG", "POPO", 0, h, m.queue_offset)).await;
+        assert_eq!(a.response_code(), ResponseCode::SUCCESS, "{:?}", a.remark);
+    }
+    let q =
+        request(RequestCode::QUERY_CONSUMER_OFFSET, &[("consumerGroup", "OG"), ("topic", "POPO"), ("queueId", "0")]);
+    assert_eq!(call_addr(&c, &b.addr, q).await.ext_fields["offset"], "2");
+    b.stop().await;
+}

@@ -5,7 +5,9 @@
 //! retry topic come under the asked topic with their handle in `POP_CK` (`core::pop::present`).
 //!
 //! Every number of the header is bounded: maxMsgNums 1..=32, invisibleTime 1 s..12 h, pollTime
-//! 0.. (held at most 60 s), queueId -1 or a readable queue.
+//! 0.. (held at most 60 s), queueId -1 or a readable queue. An orderly pop (`order=true`) locks
+//! each queue it reads until its messages are acked or expire; its handles carry reviveQid 999
+//! and redeliveries their count in `orderCountInfo` (`retry qo<queueId>%<offset> count`).
 //!
 //! May import: `model`, `protocol`, `store`, `core` and modules of `broker/`.
 
@@ -25,6 +27,8 @@ use crate::protocol::{RemotingCommand, ResponseCode};
 
 /// The longest a pop is held (a client's pollTime above it is answered empty then).
 const MAX_HOLD: Duration = Duration::from_secs(60);
+/// `KeyBuilder.POP_ORDER_REVIVE_QUEUE`.
+const ORDER_REVIVE_QID: i32 = 999;
 /// `ConsumeInitMode.MIN`.
 const INIT_MODE_MIN: i32 = 1;
 
@@ -46,6 +50,7 @@ pub async fn pop_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled
         init_from_min: h.init_mode == INIT_MODE_MIN,
         retry_v2: b.config.enable_retry_topic_v2,
         filter: &filter,
+        order: h.order == Some(true),
     };
     b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
     match b.pop(&request).await {
@@ -79,7 +84,10 @@ fn response(b: &BrokerInner, req: &RemotingCommand, h: &PopMessageRequestHeader,
     let (mut starts, mut offsets) = (Vec::new(), Vec::new());
     let mut count = 0u64;
     let mut bytes = 0u64;
-    let (pop_time, invisible_time, revive_qid, rest) = (p.pop_time, p.invisible_time, p.revive_qid, p.rest);
+    let (pop_time, invisible_time, rest) = (p.pop_time, p.invisible_time, p.rest);
+    // `KeyBuilder.POP_ORDER_REVIVE_QUEUE` marks an orderly pop's handles.
+    let revive_qid = if h.order == Some(true) { ORDER_REVIVE_QID } else { p.revive_qid };
+    let mut counts = Vec::new();
     for q in p.queues {
         let mark = TopicMark::of(&q.topic);
         starts.push(format!("{} {} {}", mark.as_str(), q.queue_id, q.start_offset));
@@ -90,6 +98,9 @@ fn response(b: &BrokerInner, req: &RemotingCommand, h: &PopMessageRequestHeader,
         let own_handle = mark != TopicMark::Normal || q.pop_time != pop_time;
         for m in q.messages {
             count += 1;
+            if m.order_count > 0 {
+                counts.push(format!("{} qo{}%{} {}", mark.as_str(), q.queue_id, m.queue_offset, m.order_count));
+            }
             bytes += m.record.len() as u64;
             if !own_handle {
                 resp.body_parts.push(m.record.into_bytes());
@@ -117,7 +128,7 @@ fn response(b: &BrokerInner, req: &RemotingCommand, h: &PopMessageRequestHeader,
         rest_num: rest,
         start_offset_info: Some(starts.join(";")),
         msg_offset_info: Some(offsets.join(";")),
-        order_count_info: None,
+        order_count_info: (!counts.is_empty()).then(|| counts.join(";")),
     }
     .encode(&mut resp.ext_fields);
     b.stats.pulled(&h.consumer_group, &h.topic, count, bytes, b.is_system_topic(&h.topic));
@@ -142,9 +153,6 @@ async fn check(b: &Arc<BrokerInner>, h: &PopMessageRequestHeader) -> Result<Pull
     }
     if h.poll_time < 0 {
         return Err(BrokerError::InvalidParameter(format!("pollTime {} is negative", h.poll_time)));
-    }
-    if h.order == Some(true) {
-        return fail(ResponseCode::SYSTEM_ERROR, "orderly pop is not supported yet");
     }
     let Some(tc) = b.topics.view(&h.topic) else {
         return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));

@@ -28,7 +28,12 @@ impl Core {
         let (start, pop_time) = (handle.ck_offset, handle.pop_time);
         let outcome = {
             let mut table = self.pop.table();
+            let order = table.is_order_ck(&key, (start, pop_time));
             let outcome = table.ack(&key, (start, pop_time), offset);
+            if outcome == AckOutcome::Acked && order && !table.order_blocked(&key) {
+                // A pop held on the locked queue reads it again.
+                self.hold.message_arrived(topic, queue_id);
+            }
             if outcome == AckOutcome::Acked {
                 if let Some(c) = table.committed(&key) {
                     self.offsets.commit(group, topic, queue_id, c);
@@ -56,7 +61,7 @@ impl Core {
     ) -> Option<Changed> {
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
         let old = (handle.ck_offset, handle.pop_time);
-        let (start, pop_time, next) = {
+        let (start, pop_time, next, order) = {
             let mut table = self.pop.table();
             if !table.is_pending(&key, old, offset) {
                 return None;
@@ -65,14 +70,16 @@ impl Core {
             // queue's committed offset never passes the message.
             let next = table.next_offset(&key).0?;
             let rec = self.pop_state_end();
-            let ck =
-                NewCk { start: offset, pop_time: now_ms(), invisible: invisible_ms, offsets: &[offset], next, rec };
+            let order = table.is_order_ck(&key, old);
+            let pop_time = now_ms();
+            let ck = NewCk { start: offset, pop_time, invisible: invisible_ms, offsets: &[offset], next, rec, order };
             let (start, pop_time) = table.record(&key, ck, false);
             table.ack(&key, old, offset);
-            (start, pop_time, next)
+            (start, pop_time, next, order)
         };
         self.pop.wake.notify_one();
-        let new = Rec::Ck { key: key.clone(), start, pop_time, invisible: invisible_ms, next, offsets: vec![offset] };
+        let new =
+            Rec::Ck { key: key.clone(), start, pop_time, invisible: invisible_ms, next, offsets: vec![offset], order };
         self.pop_log(&[new, Rec::Ack { key, start: old.0, pop_time: old.1, offset }]).await;
         Some(Changed { start_offset: start, pop_time, invisible_time: invisible_ms })
     }

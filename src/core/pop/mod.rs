@@ -22,7 +22,8 @@
 //! Persistence (`persist.rs`): checkpoints, acks and revives are appended to the CommitLog on
 //! `rmq_sys_POP_STATE_<cluster>` and replayed at start, so kill -9 loses no checkpoint and
 //! redelivers nothing acked (a revive interrupted between its re-put and its record is
-//! redelivered twice: at least once). Not yet: FIFO (order) pops.
+//! redelivered twice: at least once). Orderly (FIFO) pops (`order.rs`) lock a queue until its
+//! messages are acked or expire, then redeliver from it.
 //!
 //! May import: `model`, `store`, `meta` (through `Core`), `persist`. Never a front end (`broker`, `kafka`,
 //! `grpc`), a codec (`protocol`) or `remoting`: no wire type here.
@@ -30,6 +31,7 @@
 pub mod ack;
 pub mod handle;
 pub mod mode;
+pub mod order;
 pub mod persist;
 pub mod present;
 pub mod receive;

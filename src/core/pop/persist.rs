@@ -10,6 +10,7 @@
 //!   ck  <group> <topic> <queue> <start> <popTime> <invisible> <next> <offset,offset...>
 //!   ack <group> <topic> <queue> <start> <popTime> <offset>
 //!   rv  <group> <topic> <queue> <start> <popTime>
+//!   ock, rw: an orderly pop's checkpoint, and its rewind (`order.rs`)
 //! ```
 //! Names are validated where they enter (no spaces); a line that does not parse is skipped.
 //! Java's revive log (`rmq_sys_REVIVE_LOG_<cluster>`) is not read.
@@ -29,21 +30,46 @@ pub const REPLAY_GROUP: &str = "CID_RMQ_SYS_POP_STATE";
 /// One state record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rec {
-    Ck { key: QueueKey, start: i64, pop_time: i64, invisible: i64, next: i64, offsets: Vec<i64> },
-    Ack { key: QueueKey, start: i64, pop_time: i64, offset: i64 },
-    Revived { key: QueueKey, start: i64, pop_time: i64 },
+    Ck {
+        key: QueueKey,
+        start: i64,
+        pop_time: i64,
+        invisible: i64,
+        next: i64,
+        offsets: Vec<i64>,
+        order: bool,
+    },
+    Ack {
+        key: QueueKey,
+        start: i64,
+        pop_time: i64,
+        offset: i64,
+    },
+    Revived {
+        key: QueueKey,
+        start: i64,
+        pop_time: i64,
+    },
+    /// An orderly checkpoint expired: its queue was rewound (`order.rs`).
+    Rewound {
+        key: QueueKey,
+        start: i64,
+        pop_time: i64,
+    },
 }
 
 impl Rec {
     pub fn encode(&self) -> String {
         let k = |k: &QueueKey| format!("{} {} {}", k.group, k.topic, k.queue_id);
         match self {
-            Rec::Ck { key, start, pop_time, invisible, next, offsets } => {
+            Rec::Ck { key, start, pop_time, invisible, next, offsets, order } => {
                 let list: Vec<String> = offsets.iter().map(i64::to_string).collect();
-                format!("ck {} {start} {pop_time} {invisible} {next} {}", k(key), list.join(","))
+                let kind = if *order { "ock" } else { "ck" };
+                format!("{kind} {} {start} {pop_time} {invisible} {next} {}", k(key), list.join(","))
             }
             Rec::Ack { key, start, pop_time, offset } => format!("ack {} {start} {pop_time} {offset}", k(key)),
             Rec::Revived { key, start, pop_time } => format!("rv {} {start} {pop_time}", k(key)),
+            Rec::Rewound { key, start, pop_time } => format!("rw {} {start} {pop_time}", k(key)),
         }
     }
 
@@ -57,12 +83,14 @@ impl Rec {
         };
         let (start, pop_time) = (n(4)?, n(5)?);
         match (f[0], f.len()) {
-            ("ck", 9) => {
+            (kind @ ("ck" | "ock"), 9) => {
                 let offsets = f[8].split(',').map(|o| o.parse().ok()).collect::<Option<Vec<i64>>>()?;
-                Some(Rec::Ck { key, start, pop_time, invisible: n(6)?, next: n(7)?, offsets })
+                let order = kind == "ock";
+                Some(Rec::Ck { key, start, pop_time, invisible: n(6)?, next: n(7)?, offsets, order })
             }
             ("ack", 7) => Some(Rec::Ack { key, start, pop_time, offset: n(6)? }),
             ("rv", 6) => Some(Rec::Revived { key, start, pop_time }),
+            ("rw", 6) => Some(Rec::Rewound { key, start, pop_time }),
             _ => None,
         }
     }
@@ -136,14 +164,16 @@ impl Core {
                 let Some(rec) = std::str::from_utf8(&m.body).ok().and_then(Rec::decode) else { continue };
                 replayed += 1;
                 match rec {
-                    Rec::Ck { key, start, pop_time, invisible, next, offsets } => {
+                    Rec::Ck { key, start, pop_time, invisible, next, offsets, order } => {
                         let rec = m.queue_offset.min(offset + i as i64);
-                        table.record(&key, NewCk { start, pop_time, invisible, offsets: &offsets, next, rec }, true);
+                        let ck = NewCk { start, pop_time, invisible, offsets: &offsets, next, rec, order };
+                        table.record(&key, ck, true);
                     }
                     Rec::Ack { key, start, pop_time, offset } => {
                         table.ack(&key, (start, pop_time), offset);
                     }
                     Rec::Revived { key, start, pop_time } => table.drop_ck(&key, (start, pop_time)),
+                    Rec::Rewound { key, start, pop_time } => table.rewind(&key, (start, pop_time)),
                 }
             }
             offset = r.next_begin_offset;
@@ -170,7 +200,17 @@ mod tests {
     fn records_round_trip() {
         let key = QueueKey { group: "g".into(), topic: "%RETRY%g_T".into(), queue_id: 3 };
         for r in [
-            Rec::Ck { key: key.clone(), start: 1, pop_time: 2, invisible: 3, next: 9, offsets: vec![1, 4, 8] },
+            Rec::Ck {
+                key: key.clone(),
+                start: 1,
+                pop_time: 2,
+                invisible: 3,
+                next: 9,
+                offsets: vec![1, 4, 8],
+                order: false,
+            },
+            Rec::Ck { key: key.clone(), start: 1, pop_time: 2, invisible: 3, next: 9, offsets: vec![1], order: true },
+            Rec::Rewound { key: key.clone(), start: 1, pop_time: 2 },
             Rec::Ack { key: key.clone(), start: 1, pop_time: 2, offset: 4 },
             Rec::Revived { key, start: 1, pop_time: 2 },
         ] {

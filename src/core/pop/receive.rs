@@ -34,6 +34,9 @@ pub struct PopRequest<'a> {
     /// `enableRetryTopicV2`: the retry topic is `%RETRY%{group}+{topic}`.
     pub retry_v2: bool,
     pub filter: &'a (dyn MessageFilter + Sync),
+    /// An orderly (FIFO) pop: each queue stays locked until its messages are acked or expire
+    /// (`order.rs`); the retry topic is not read.
+    pub order: bool,
 }
 
 /// What a pop found.
@@ -69,6 +72,8 @@ pub struct PoppedQueue {
 
 pub struct PoppedMessage {
     pub queue_offset: i64,
+    /// Orderly pops: deliveries of this message before this one (`orderCountInfo`).
+    pub order_count: i32,
     /// The stored record, unchanged.
     pub record: MappedSlice,
 }
@@ -116,6 +121,7 @@ impl Core {
             .queues
             .iter()
             .map(|q| Rec::Ck {
+                order: req.order,
                 key: QueueKey { group: req.group.to_owned(), topic: q.topic.clone(), queue_id: q.queue_id },
                 start: q.start_offset,
                 pop_time: q.pop_time,
@@ -141,7 +147,7 @@ impl Core {
                 normal.extend((0..n).map(|i| (req.topic.to_owned(), (start + i) % n)));
             }
         }
-        let retry_queues: Vec<(String, i32)> = match self.topics.view(retry) {
+        let retry_queues: Vec<(String, i32)> = match self.topics.view(retry).filter(|_| !req.order) {
             Some(tc) => (0..tc.read_queue_nums.max(0)).map(|q| (retry.to_owned(), q)).collect(),
             None => Vec::new(),
         };
@@ -186,7 +192,7 @@ impl Core {
         let (next, allowed) = table.next_offset(key);
         let mut offset = next.unwrap_or_else(|| self.pop_start(key, req.init_from_min));
         let max = self.store.max_offset_in_queue(&key.topic, key.queue_id);
-        if !allowed || room == 0 {
+        if !allowed || room == 0 || (req.order && table.order_blocked(key)) {
             return (None, (max - offset).max(0));
         }
         let mut r = self.get_committed(&key.topic, key.queue_id, offset, room, usize::MAX, filter);
@@ -212,12 +218,24 @@ impl Core {
             .into_iter()
             .filter_map(|record| {
                 let (queue_offset, _) = crate::store::commit_log::record::queue_offset_and_born_time(&record[..])?;
-                Some(PoppedMessage { queue_offset, record })
+                if req.order && table.take_acked_ahead(key, queue_offset) {
+                    return None; // acked before a rewind
+                }
+                let order_count = if req.order { table.order_count(key, queue_offset) } else { 0 };
+                Some(PoppedMessage { queue_offset, order_count, record })
             })
             .collect();
         let offsets: Vec<i64> = messages.iter().map(|m| m.queue_offset).collect();
         let rec = self.pop_state_end();
-        let ck = NewCk { start: offset, pop_time, invisible: req.invisible_ms, offsets: &offsets, next, rec };
+        let ck = NewCk {
+            start: offset,
+            pop_time,
+            invisible: req.invisible_ms,
+            offsets: &offsets,
+            next,
+            rec,
+            order: req.order,
+        };
         let (start, pop_time) = table.record(key, ck, false);
         if let Some(c) = table.committed(key) {
             self.offsets.commit(&key.group, &key.topic, key.queue_id, c);

@@ -58,6 +58,14 @@ impl Core {
                 return revived;
             }
             for e in due {
+                if e.order {
+                    self.pop.table().rewind(&e.key, e.ck);
+                    let (start, pop_time) = e.ck;
+                    self.pop_log(&[Rec::Rewound { key: e.key.clone(), start, pop_time }]).await;
+                    // A pop held on the queue reads it again, from the rewound offset.
+                    self.hold.message_arrived(&e.key.topic, e.key.queue_id);
+                    continue;
+                }
                 match self.revive_one(&e).await {
                     Ok(n) => {
                         revived += n;

@@ -15,7 +15,7 @@
 //!
 //! May import: nothing outside `core::pop`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Unacked messages one queue may have before pops of it stop (Java's
 /// `popInflightMessageThreshold` default).
@@ -33,6 +33,8 @@ pub struct NewCk<'a> {
     pub next: i64,
     /// At or below the state-log offset its record will get.
     pub rec: i64,
+    /// An orderly (FIFO) pop.
+    pub order: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,22 +49,28 @@ pub struct QueueKey {
 pub type CkId = (i64, i64);
 
 #[derive(Debug)]
-struct Ck {
-    deadline: i64,
-    seq: u64,
+pub(super) struct Ck {
+    pub(super) deadline: i64,
+    pub(super) seq: u64,
     /// Offsets popped, ascending, with whether each is done (acked or revived).
-    offsets: Vec<(i64, bool)>,
+    pub(super) offsets: Vec<(i64, bool)>,
     /// Taken by the revive timer; removed once re-put.
-    reviving: bool,
+    pub(super) reviving: bool,
     /// At or below the state-log offset of this checkpoint's record (`persist.rs`).
     rec: i64,
+    /// An orderly pop: the queue stays locked while it lives (`order.rs`).
+    pub(super) order: bool,
 }
 
 #[derive(Debug, Default)]
-struct QueueState {
-    next: i64,
-    cks: BTreeMap<CkId, Ck>,
+pub(super) struct QueueState {
+    pub(super) next: i64,
+    pub(super) cks: BTreeMap<CkId, Ck>,
     inflight: usize,
+    /// Orderly pops: deliveries so far of offsets redelivered from the queue.
+    pub(super) counts: BTreeMap<i64, i32>,
+    /// Orderly pops: offsets acked past a rewind, skipped when read again.
+    pub(super) acked_ahead: BTreeSet<i64>,
 }
 
 /// Messages of a checkpoint whose invisible time passed unacked.
@@ -71,6 +79,8 @@ pub struct Expired {
     pub key: QueueKey,
     pub ck: CkId,
     pub offsets: Vec<i64>,
+    /// An orderly pop's checkpoint: rewound in place instead of re-put.
+    pub order: bool,
 }
 
 /// What an ack found.
@@ -83,7 +93,7 @@ pub enum AckOutcome {
 
 #[derive(Debug, Default)]
 pub struct PopTable {
-    queues: HashMap<QueueKey, QueueState>,
+    pub(super) queues: HashMap<QueueKey, QueueState>,
     timers: BTreeMap<(i64, u64), (QueueKey, CkId)>,
     seq: u64,
     checkpoints: usize,
@@ -117,7 +127,7 @@ impl PopTable {
         self.seq += 1;
         let deadline = pop_time.saturating_add(ck.invisible);
         let offsets = ck.offsets.iter().map(|o| (*o, false)).collect();
-        q.cks.insert(id, Ck { deadline, seq: self.seq, offsets, reviving: false, rec: ck.rec });
+        q.cks.insert(id, Ck { deadline, seq: self.seq, offsets, reviving: false, rec: ck.rec, order: ck.order });
         q.inflight += ck.offsets.len();
         self.checkpoints += 1;
         self.timers.insert((deadline, self.seq), (key.clone(), id));
@@ -205,7 +215,7 @@ impl PopTable {
             let Some(c) = self.queues.get_mut(&key).and_then(|q| q.cks.get_mut(&ck)) else { continue };
             c.reviving = true;
             let offsets = c.offsets.iter().filter(|(_, done)| !done).map(|(o, _)| *o).collect();
-            out.push(Expired { key, ck, offsets });
+            out.push(Expired { key, ck, offsets, order: c.order });
         }
         out
     }
@@ -234,7 +244,7 @@ mod tests {
     use super::*;
 
     fn new_ck(start: i64, pop_time: i64, invisible: i64, offsets: &[i64], next: i64) -> NewCk<'_> {
-        NewCk { start, pop_time, invisible, offsets, next, rec: 0 }
+        NewCk { start, pop_time, invisible, offsets, next, rec: 0, order: false }
     }
 
     fn key() -> QueueKey {
@@ -267,7 +277,7 @@ mod tests {
         assert_eq!(t.next_deadline(), Some(11_000));
         assert!(t.take_expired(10_999, 10).is_empty());
         let e = t.take_expired(11_000, 10);
-        assert_eq!(e, vec![Expired { key: key(), ck, offsets: vec![5] }]);
+        assert_eq!(e, vec![Expired { key: key(), ck, offsets: vec![5], order: false }]);
         assert_eq!(t.ack(&key(), ck, 5), AckOutcome::Stale, "being revived");
         t.revived(&e[0]);
         assert_eq!(t.ack(&key(), ck, 5), AckOutcome::Stale, "revived");

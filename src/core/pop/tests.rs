@@ -47,6 +47,7 @@ fn req<'a>(queue_id: i32, max: usize, invisible: i64, poll: Duration) -> PopRequ
         init_from_min: false,
         retry_v2: false,
         filter: &AcceptAll,
+        order: false,
     }
 }
 
