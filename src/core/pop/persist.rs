@@ -22,8 +22,7 @@ use crate::core::Core;
 use crate::model::message::MessageToStore;
 use crate::store::{AcceptAll, GetMessageStatus, PutStatus};
 
-/// The state log's topic prefix (a system topic: `rmq_sys_`).
-pub const STATE_TOPIC_PREFIX: &str = "rmq_sys_POP_STATE_";
+pub use crate::meta::names::POP_STATE_TOPIC_PREFIX as STATE_TOPIC_PREFIX;
 /// The internal group whose offset on the state log is the replay point.
 pub const REPLAY_GROUP: &str = "CID_RMQ_SYS_POP_STATE";
 
