@@ -138,7 +138,11 @@ impl Core {
     pub(crate) fn pop_mark_replay_point(&self) {
         let end = self.pop_state_end();
         let point = self.pop.table().min_rec().map_or(end, |r| r.min(end));
-        self.offsets.commit(REPLAY_GROUP, &self.pop_state_topic(), 0, point);
+        let topic = self.pop_state_topic();
+        // Only a move dirties consumerOffset.json.
+        if self.offsets.query(REPLAY_GROUP, &topic, 0) != point {
+            self.offsets.commit(REPLAY_GROUP, &topic, 0, point);
+        }
     }
 
     /// Rebuilds the table from the state log (at start, before any pop is served); returns
