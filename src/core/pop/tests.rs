@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::core::Core;
 use crate::meta::config::BrokerConfig;
+use crate::model::group::SubscriptionGroupConfig;
 use crate::model::message::MessageToStore;
 use crate::store::AcceptAll;
 
@@ -120,6 +121,21 @@ async fn an_unacked_message_is_revived_to_the_retry_topic_and_a_stale_handle_doe
     let new = handle(&again, rq, &rq.messages[0]);
     assert_eq!(c.pop_ack("g", &rq.topic, 0, &new, rq.messages[0].queue_offset).await, AckOutcome::Acked);
     assert_eq!(c.pop.checkpoints(), 0);
+}
+
+#[tokio::test]
+async fn a_message_at_the_groups_retry_max_times_goes_to_the_dlq() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = core(dir.path());
+    let group = SubscriptionGroupConfig { retry_max_times: 0, ..SubscriptionGroupConfig::named("g") };
+    c.groups.update(group);
+    c.topics.create_if_absent("T", 1, 6, 0);
+    put(&c, "T", 0, 1).await;
+    let p = c.pop(&req(0, 1, 1_000, Duration::ZERO)).await.unwrap();
+    assert_eq!(c.revive_due(p.pop_time + 1_000).await, 1);
+    c.store.await_dispatched(Duration::from_secs(5)).await;
+    assert_eq!(c.store.max_offset_in_queue("%DLQ%g", 0), 1, "delivered retryMaxTimes+1 = 1 time: dead");
+    assert!(c.topics.view("%RETRY%g_T").is_none(), "not retried");
 }
 
 #[tokio::test]
