@@ -78,7 +78,7 @@ pub struct Handle {
 pub enum HandleError {
     #[error("receipt handle is too long")]
     TooLong,
-    #[error("receipt handle has {0} fields, 7 or 8 expected")]
+    #[error("receipt handle has {0} fields, at least 7 expected")]
     Fields(usize),
     #[error("receipt handle field {0} is not valid")]
     Field(&'static str),
@@ -90,8 +90,10 @@ impl Handle {
         if s.len() > MAX_HANDLE_LEN {
             return Err(HandleError::TooLong);
         }
+        // Java reads the first 7 or 8 fields and ignores the rest: the 5.x proxy's handles
+        // (`ReceiptHandle.encode`) carry the message's CommitLog offset as a 9th.
         let parts: Vec<&str> = s.split(' ').collect();
-        if !(7..=8).contains(&parts.len()) {
+        if parts.len() < 7 {
             return Err(HandleError::Fields(parts.len()));
         }
         let num = |i: usize, name: &'static str| -> Result<i64, HandleError> {
@@ -121,7 +123,7 @@ impl Handle {
             mark,
             broker_name: broker_name.to_owned(),
             queue_id: small(6, "queueId")?,
-            queue_offset: if parts.len() == 8 { Some(num(7, "queueOffset")?) } else { None },
+            queue_offset: if parts.len() >= 8 { Some(num(7, "queueOffset")?) } else { None },
         })
     }
 }
@@ -164,6 +166,14 @@ mod tests {
     }
 
     #[test]
+    fn the_java_proxys_handle_with_a_commit_log_offset_is_read() {
+        // ReceiptHandle.encode (proxy 5.3.3): ... queueOffset commitLogOffset
+        let h = Handle::parse("12 1700000000000 60000 0 0 broker-a 3 14 51234").unwrap();
+        assert_eq!((h.queue_id, h.queue_offset), (3, Some(14)));
+        assert_eq!(h.to_string(), "12 1700000000000 60000 0 0 broker-a 3 14");
+    }
+
+    #[test]
     fn malformed_handles_are_refused() {
         for bad in [
             "",
@@ -173,7 +183,7 @@ mod tests {
             "1 2 3 0 0  1 1",
             "-1 2 3 0 0 b 1 1",
             "1 2 3 0 0 b 99999999999 1",
-            "1 2 3 0 0 b 1 1 1",
+            "1 2 3 0 0 b 1 x",
         ] {
             assert!(Handle::parse(bad).is_err(), "{bad:?}");
         }
