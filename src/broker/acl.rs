@@ -94,7 +94,12 @@ pub fn access_request<'a>(
         RequestCode::END_TRANSACTION => add(record("commitLogOffset").map(|r| r.bound_for.unwrap_or(r.topic)), PUB),
         // Java's ACL 1.0 (`PlainAccessResource.parse`) has no case for LITE_PULL_MESSAGE, so a
         // lite pull needed no permission at all; it is checked like the pull it is (as 5.x ACL 2.0).
-        RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => {
+        RequestCode::PULL_MESSAGE
+        | RequestCode::LITE_PULL_MESSAGE
+        | RequestCode::POP_MESSAGE
+        | RequestCode::PEEK_MESSAGE
+        | RequestCode::ACK_MESSAGE
+        | RequestCode::CHANGE_MESSAGE_INVISIBLETIME => {
             add(get("topic").map(str::to_owned), SUB);
             add(group("consumerGroup"), SUB);
         }

@@ -392,6 +392,9 @@ impl Broker {
             tracker.spawn(slave_sync::persist_learned_topics(inner.clone(), shutdown.clone()));
         } else {
             tracker.spawn(schedule::run(inner.clone(), shutdown.clone()));
+            let replayed = inner.pop_restore().await;
+            info!(replayed, "pop state restored");
+            tracker.spawn(crate::core::pop::revive::run(inner.core.clone()));
             tracker.spawn(transaction::check::run(inner.clone(), shutdown.clone()));
             if inner.timer.files.is_some() {
                 let (timer_inner, stop) = (inner.clone(), shutdown.clone());

@@ -27,6 +27,7 @@ pub mod append;
 pub mod committed;
 mod compaction;
 pub mod outcome;
+pub mod pop;
 pub mod properties;
 pub mod stats;
 pub mod txn;
@@ -92,6 +93,8 @@ pub struct Core {
     pub acl: Option<Arc<crate::acl::Acl>>,
     /// Kafka transactions in the log: open ones (the LSO), aborted ranges, read by both doors.
     pub txn: Arc<txn::TxnMarkers>,
+    /// POP consumption: checkpoints of popped, unacked messages and their revive timer.
+    pub pop: pop::PopService,
 }
 
 /// The managers a [`Core`] is built from (loaded by the broker from its config files).
@@ -138,6 +141,7 @@ impl Core {
             registering: AtomicBool::new(false),
             acl: p.acl,
             txn,
+            pop: pop::PopService::default(),
         }
     }
 

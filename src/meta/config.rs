@@ -58,6 +58,8 @@ config_struct! {
         broker_permission: i32 = 6 => "brokerPermission",
         flush_consumer_offset_interval: u64 = 5000 => "flushConsumerOffsetInterval",
         long_polling_enable: bool = true => "longPollingEnable",
+        enable_retry_topic_v2: bool = false => "enableRetryTopicV2",
+        pop_polling_size: usize = 1024 => "popPollingSize",
         short_polling_time_mills: u64 = 1000 => "shortPollingTimeMills",
         slave_read_enable: bool = false => "slaveReadEnable",
         offset_check_in_slave: bool = false => "offsetCheckInSlave",

@@ -68,6 +68,9 @@ pub fn is_system_topic(config: &BrokerConfig, topic: &str) -> bool {
         || (config.trace_topic_enable && topic == config.msg_trace_topic_name)
 }
 
+/// ferrocket's POP state log, `rmq_sys_POP_STATE_<cluster>` (`core::pop::persist`).
+pub const POP_STATE_TOPIC_PREFIX: &str = "rmq_sys_POP_STATE_";
+
 /// The set `TopicValidator.getSystemTopicSet()` holds on a broker running with `config`
 /// (GET_SYSTEM_TOPIC_LIST_FROM_BROKER): every name [`is_system_topic`] knows by name, and the
 /// `rmq_sys_*` topics the broker makes (the timer's under `timerWheelEnable`).
@@ -79,6 +82,7 @@ pub fn system_topics(config: &BrokerConfig) -> std::collections::BTreeSet<String
         config.broker_name.clone(),
         format!("{cluster}_REPLY_TOPIC"),
         format!("rmq_sys_REVIVE_LOG_{cluster}"),
+        format!("{POP_STATE_TOPIC_PREFIX}{cluster}"),
         format!("rmq_sys_SYNC_BROKER_MEMBER_{}", config.broker_name),
     ]);
     if config.trace_topic_enable && !config.msg_trace_topic_name.is_empty() {

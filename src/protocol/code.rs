@@ -119,6 +119,15 @@ code_type! {
         ADD_WRITE_PERM_OF_BROKER = 327,
         GET_TOPIC_CONFIG = 351,
         LITE_PULL_MESSAGE = 361,
+        QUERY_ASSIGNMENT = 400,
+        SET_MESSAGE_REQUEST_MODE = 401,
+        POP_MESSAGE = 200050,
+        ACK_MESSAGE = 200051,
+        PEEK_MESSAGE = 200052,
+        CHANGE_MESSAGE_INVISIBLETIME = 200053,
+        NOTIFICATION = 200054,
+        POLLING_INFO = 200055,
+        BATCH_ACK_MESSAGE = 200151,
         GET_BROKER_MEMBER_GROUP = 901,
         BROKER_HEARTBEAT = 904,
     }
@@ -162,6 +171,12 @@ impl ResponseCode {
     pub const UPDATE_AND_CREATE_ACL_CONFIG_FAILED: Self = Self(209);
     pub const DELETE_ACL_CONFIG_FAILED: Self = Self(210);
     pub const UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED: Self = Self(211);
+    /// 5.x POP: no checkpoint matches an ack's or change's handle.
+    pub const NO_MESSAGE: Self = Self(208);
+    /// 5.x POP: too many pops of the group and topic are held.
+    pub const POLLING_FULL: Self = Self(209);
+    /// 5.x POP: a held pop found nothing.
+    pub const POLLING_TIMEOUT: Self = Self(210);
 }
 
 impl From<i32> for RequestCode {

@@ -41,6 +41,7 @@ mod metrics;
 mod namesrv;
 mod one_core;
 mod parked_pulls;
+mod pop;
 mod read_after_send;
 mod registration;
 mod request_tasks;

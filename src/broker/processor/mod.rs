@@ -14,6 +14,9 @@ mod cold_data;
 mod consumer;
 mod group_queries;
 mod ha_status;
+mod pop;
+mod pop_ack;
+mod pop_assign;
 mod pull;
 mod query;
 mod query_cq;
@@ -102,6 +105,11 @@ impl BrokerProcessor {
                 send::send_message(b, conn, req).await
             }
             RequestCode::PULL_MESSAGE | RequestCode::LITE_PULL_MESSAGE => pull::pull_message(b, conn, req).await,
+            RequestCode::POP_MESSAGE => pop::pop_message(b, req).await,
+            RequestCode::ACK_MESSAGE => pop_ack::ack_message(b, req).await,
+            RequestCode::CHANGE_MESSAGE_INVISIBLETIME => pop_ack::change_invisible_time(b, req).await,
+            RequestCode::QUERY_ASSIGNMENT => pop_assign::query_assignment(b, req),
+            RequestCode::SET_MESSAGE_REQUEST_MODE => pop_assign::set_message_request_mode(b, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
             RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,
             RequestCode::CHECK_CLIENT_CONFIG => consumer::check_client_config(b, req),

@@ -211,18 +211,7 @@ async fn check(
     }
     // A pull may create its group (autoCreateSubscriptionGroup): the group rules apply.
     super::check_group(&h.consumer_group)?;
-    let Some((group, created)) = b.groups.find_or_create(&h.consumer_group) else {
-        return fail(
-            ResponseCode::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group [{}] does not exist", h.consumer_group),
-        );
-    };
-    if created {
-        b.persist_groups().await;
-    }
-    if !group.consume_enable {
-        return fail(ResponseCode::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
-    }
+    let group = super::pop::consuming_group(b, &h.consumer_group).await?;
     let Some(tc) = b.topics.view(&h.topic) else {
         return fail(ResponseCode::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));
     };

@@ -12,6 +12,7 @@
 pub mod acl;
 pub mod broker;
 pub mod namesrv;
+pub mod pop;
 pub mod stats;
 
 use super::command::ExtFields;
