@@ -19,6 +19,8 @@ mod disk_footprint;
 mod docs;
 mod golden;
 mod group_queries;
+mod grpc;
+mod grpc_tls;
 mod ha;
 mod hostile_acl;
 mod hostile_ha;
