@@ -303,3 +303,36 @@ async fn delayed_and_transactional_sends_wait_where_the_broker_keeps_them() {
     assert_eq!(prop(&half, "PGROUP"), Some("GrpcTxn"));
     b.stop().await;
 }
+
+/// `ferrocket admin update-topic -a message.type=DELAY` (UPDATE_AND_CREATE_TOPIC with
+/// mqadmin's `attributes` header) types the topic QueryRoute reports.
+#[tokio::test]
+async fn admin_update_topic_sets_the_message_type() {
+    use ferrocket::tools::admin_cmd::{run, AdminCommand};
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    let ns = b.ns.as_ref().unwrap().addr.to_string();
+    let update = || AdminCommand::UpdateTopic {
+        topic: "GrpcTyped".into(),
+        cluster: Some(b.inner.config.broker_cluster_name.clone()),
+        broker: None,
+        read_queues: 2,
+        write_queues: 2,
+        perm: 6,
+        attributes: vec!["+message.type=DELAY".into()],
+    };
+    // Until the broker's first registration has reached the NameServer.
+    let done =
+        eventually(Duration::from_secs(10), || async { run(&ns, update()).await.is_ok_and(|o| o.contains("OK")) });
+    assert!(done.await, "update-topic -a +message.type=DELAY");
+    let mut c = plain_client(&b).await;
+    let route = c
+        .query_route(with_id(QueryRouteRequest { topic: resource("GrpcTyped"), endpoints: None }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&route.status), Code::Ok);
+    assert_eq!(route.message_queues.len(), 2);
+    assert!(route.message_queues.iter().all(|q| q.accept_message_types == vec![MessageType::Delay as i32]));
+    b.stop().await;
+}
