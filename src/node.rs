@@ -26,7 +26,7 @@ use tokio_util::task::TaskTracker;
 use tracing::info;
 
 use crate::broker::{Broker, BrokerConfig, BrokerInner, StartError};
-use crate::grpc::{BrokerSide, Grpc};
+use crate::grpc::{BoxFuture, BrokerSide, EndTxn, EndTxnError, Grpc};
 use crate::kafka::Kafka;
 use crate::model::message::MessageToStore;
 use crate::net::{Listener, ListenerConfig, ListenerKind};
@@ -189,5 +189,16 @@ impl BrokerSide for BrokerHooks {
 
     fn to_half(&self, msg: &mut MessageToStore) {
         crate::broker::transaction::to_half(msg);
+    }
+
+    fn end_transaction(&self, e: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>> {
+        use crate::broker::transaction::end::{end, EndTxnError as Refused};
+        Box::pin(async move {
+            let done = end(&self.0, e.commit_log_offset, e.queue_offset, &e.producer_group, &e.message_id, e.commit);
+            done.await.map_err(|r| match r {
+                Refused::Unknown(why) => EndTxnError::Unknown(why),
+                Refused::Failed(why) => EndTxnError::Failed(why),
+            })
+        })
     }
 }

@@ -11,10 +11,11 @@
 //!     route.rs      QueryRoute: queues, permissions, endpoints, accepted message types
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
+//!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
 //!     status.rs     the answer's Status; core refusals -> v2 codes
 //! pb.rs: the messages and service generated from proto/ (build.rs)
 //! ```
-//! What only the broker owns (the timer and delay-level diversion, half messages) comes in
+//! What only the broker owns (the timer and delay-level diversion, half messages, ending a transaction) comes in
 //! through [`BrokerSide`], which the composition root (`node.rs`) implements over the broker.
 //!
 //! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`. Never the broker, Kafka or
@@ -29,6 +30,7 @@ pub mod service;
 mod settings;
 mod status;
 mod telemetry;
+mod txn;
 mod validate;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -51,6 +53,31 @@ pub trait BrokerSide: Send + Sync + 'static {
     fn divert_delayed(&self, msg: &mut MessageToStore) -> Result<(), String>;
     /// A transactional message becomes a half message, kept until the transaction ends.
     fn to_half(&self, msg: &mut MessageToStore);
+    /// Ends the transaction of the half message `end` names: commit puts it on its topic.
+    fn end_transaction(&self, end: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>>;
+}
+
+/// A future a [`BrokerSide`] returns.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Which transaction EndTransaction ends (from the transaction id SendMessage gave).
+#[derive(Debug, Clone)]
+pub struct EndTxn {
+    pub commit_log_offset: i64,
+    pub queue_offset: i64,
+    /// A gRPC producer's group: its topic.
+    pub producer_group: String,
+    pub message_id: String,
+    pub commit: bool,
+}
+
+/// Why a transaction was not ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndTxnError {
+    /// No such prepared message (or not this producer's): INVALID_TRANSACTION_ID.
+    Unknown(String),
+    /// The store or the slaves refused: INTERNAL_SERVER_ERROR; the check service asks again.
+    Failed(String),
 }
 
 /// The gRPC door's state: the broker's core, its hooks, the client table.

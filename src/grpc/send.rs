@@ -131,7 +131,7 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
                 status: Some(entry_status.clone()),
                 message_id: message::property_value(&r.properties, property::UNIQ_KEY).unwrap_or("").to_owned(),
                 transaction_id: if kind == Kind::Transaction {
-                    transaction_id(*commit_log_offset, queue_offset)
+                    super::txn::transaction_id(*commit_log_offset, queue_offset)
                 } else {
                     String::new()
                 },
@@ -264,10 +264,4 @@ fn build(
         prepared_transaction_offset: 0,
     };
     Ok(Built { record, kind })
-}
-
-/// A half message's transaction id, as EndTransaction will get it back: its CommitLog and
-/// half-queue offsets (the broker checks both against the stored half message).
-fn transaction_id(commit_log_offset: i64, queue_offset: i64) -> String {
-    format!("{commit_log_offset:016X}{queue_offset:016X}")
 }

@@ -3,7 +3,7 @@
 //! its module. RPCs without a handler here answer UNIMPLEMENTED (tonic's default stubs): the
 //! Pull/Offset RPCs and SyncLiteSubscription (as Java 5.3.3), and, until POP consumption lands,
 //! ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
-//! QueryAssignment, RecallMessage and EndTransaction.
+//! QueryAssignment and RecallMessage.
 //!
 //! May import: `grpc`.
 
@@ -16,7 +16,7 @@ use super::pb::messaging_service_server::MessagingService;
 use super::pb::settings::PubSub;
 use super::pb::*;
 use super::status::{self, Refused};
-use super::{route, send, telemetry, validate, Grpc};
+use super::{route, send, telemetry, txn, validate, Grpc};
 
 /// The header every 5.x SDK sends with its client id.
 pub const CLIENT_ID_HEADER: &str = "x-mq-client-id";
@@ -74,6 +74,17 @@ impl MessagingService for Service {
                 Ok(Response::new(Box::pin(futures_util::stream::iter([Ok(only)]))))
             }
         }
+    }
+
+    async fn end_transaction(
+        &self,
+        req: Request<EndTransactionRequest>,
+    ) -> Result<Response<EndTransactionResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => txn::end_transaction(&self.0, req.get_ref()).await,
+            Err(r) => EndTransactionResponse { status: Some(r.status()) },
+        };
+        Ok(Response::new(answer))
     }
 
     async fn notify_client_termination(

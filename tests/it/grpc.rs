@@ -53,7 +53,7 @@ pub fn with_id<T>(msg: T) -> tonic::Request<T> {
     r
 }
 
-fn resource(name: &str) -> Option<Resource> {
+pub fn resource(name: &str) -> Option<Resource> {
     Some(Resource { resource_namespace: String::new(), name: name.into() })
 }
 
@@ -76,12 +76,12 @@ pub async fn send(c: &mut MessagingServiceClient<Channel>, msgs: Vec<Message>) -
     c.send_message(with_id(SendMessageRequest { messages: msgs })).await.expect("no gRPC error").into_inner()
 }
 
-fn code(s: &Option<Status>) -> Code {
+pub fn code(s: &Option<Status>) -> Code {
     Code::try_from(s.as_ref().map_or(0, |s| s.code)).unwrap_or(Code::Unspecified)
 }
 
 /// The properties of the message at `offset` of queue `queue` of `topic`, once dispatched.
-async fn stored(
+pub async fn stored(
     b: &TestBroker,
     topic: &str,
     queue: i32,
@@ -92,7 +92,7 @@ async fn stored(
     r.messages.first().and_then(|m| ferrocket::store::commit_log::record::decode(m, true))
 }
 
-fn prop<'a>(m: &'a ferrocket::model::message::StoredMessage, k: &str) -> Option<&'a str> {
+pub fn prop<'a>(m: &'a ferrocket::model::message::StoredMessage, k: &str) -> Option<&'a str> {
     ferrocket::model::message::property_value(&m.properties, k)
 }
 

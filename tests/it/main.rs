@@ -21,6 +21,7 @@ mod golden;
 mod group_queries;
 mod grpc;
 mod grpc_tls;
+mod grpc_txn;
 mod ha;
 mod hostile_acl;
 mod hostile_ha;

@@ -15,6 +15,8 @@ import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
+import org.apache.rocketmq.client.apis.producer.Transaction;
+import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
@@ -28,7 +30,8 @@ import org.junit.jupiter.api.Test;
  * The 5.x gRPC producer (rocketmq-client-java) against ferrocket's grpcListenPort: NORMAL sends
  * over TLS (the SDK's default, trusting any certificate) and plaintext on the same port, FIFO
  * sends (message group, one queue per group, in order), and a DELAY send delivered at its time;
- * every message read back with the remoting pull consumer, with its tag, keys and properties.
+ * a transactional send committed (and one rolled back); every message read back with the remoting
+ * pull consumer, with its tag, keys and properties.
  */
 class Grpc5ProducerTest {
     private static final ClientServiceProvider PROVIDER = ClientServiceProvider.loadService();
@@ -41,6 +44,7 @@ class Grpc5ProducerTest {
         broker.createTopic("Grpc5Normal", 4, "NORMAL");
         broker.createTopic("Grpc5Fifo", 8, "FIFO");
         broker.createTopic("Grpc5Delay", 2, "DELAY");
+        broker.createTopic("Grpc5Txn", 2, "TRANSACTION");
         reader = new DefaultMQPullConsumer("Grpc5Reader");
         reader.setNamesrvAddr(broker.namesrvAddr());
         reader.start();
@@ -153,5 +157,30 @@ class Grpc5ProducerTest {
             () -> flat(readAll("Grpc5Delay")), l -> !l.isEmpty());
         assertEquals("later", body(got.get(0)));
         assertFalse(System.currentTimeMillis() < due - 1000, "not delivered a second or more early");
+    }
+
+    @Test
+    void transactionalSendIsReadableOnceCommitted() throws Exception {
+        ClientConfiguration config = ClientConfiguration.newBuilder()
+            .setEndpoints(broker.grpcEndpoint())
+            .enableSsl(true)
+            .setRequestTimeout(Duration.ofSeconds(10))
+            .build();
+        try (Producer p = PROVIDER.newProducerBuilder().setClientConfiguration(config).setTopics("Grpc5Txn")
+            .setTransactionChecker(view -> TransactionResolution.ROLLBACK).build()) {
+            Transaction committed = p.beginTransaction();
+            p.send(PROVIDER.newMessageBuilder().setTopic("Grpc5Txn")
+                .setBody("committed".getBytes(StandardCharsets.UTF_8)).build(), committed);
+            Transaction rolledBack = p.beginTransaction();
+            p.send(PROVIDER.newMessageBuilder().setTopic("Grpc5Txn")
+                .setBody("rolled back".getBytes(StandardCharsets.UTF_8)).build(), rolledBack);
+            assertTrue(flat(readAll("Grpc5Txn")).isEmpty(), "a half message is not readable");
+            rolledBack.rollback();
+            committed.commit();
+        }
+        List<MessageExt> got = Wait.until("the committed message", Duration.ofSeconds(20),
+            () -> flat(readAll("Grpc5Txn")), l -> !l.isEmpty());
+        assertEquals(1, got.size());
+        assertEquals("committed", body(got.get(0)));
     }
 }
