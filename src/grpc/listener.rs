@@ -111,6 +111,8 @@ pub async fn serve(g: Arc<Grpc>, listener: Listener, shutdown: CancellationToken
         .http2_keepalive_interval(Some(Duration::from_secs(30)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
         .max_concurrent_streams(Some(1024))
+        // Headers are a client id, a few x-mq-* values and a signature: 64 KiB, not h2's 16 MiB.
+        .http2_max_header_list_size(Some(64 * 1024))
         .serve_with_incoming_shutdown(service, incoming, async move {
             stop.cancelled().await;
             grpc_stop.cancel();
