@@ -92,6 +92,27 @@ final class Grpc5Broker implements AutoCloseable {
         });
     }
 
+    /** The broker process's resident set size in KiB (Linux), or -1. */
+    long rssKib() {
+        String dir = process.workDir.toString();
+        return ProcessHandle.allProcesses()
+            .filter(h -> h.info().commandLine().orElse("").contains(dir))
+            .findFirst()
+            .map(h -> {
+                try {
+                    for (String line : Files.readAllLines(Path.of("/proc", Long.toString(h.pid()), "status"))) {
+                        if (line.startsWith("VmRSS:")) {
+                            return Long.parseLong(line.replaceAll("[^0-9]", ""));
+                        }
+                    }
+                } catch (Exception e) {
+                    return -1L;
+                }
+                return -1L;
+            })
+            .orElse(-1L);
+    }
+
     String logTail() {
         return process.logTail(80);
     }
