@@ -63,10 +63,10 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
     }
     let live = core.live.config();
     let now = crate::store::now_ms();
-    let view = core
-        .topics
-        .view(&topic)
-        .ok_or_else(|| Refused::new(Code::TopicNotFound, format!("topic {topic} not found")))?;
+    let tc =
+        core.topics.get(&topic).ok_or_else(|| Refused::new(Code::TopicNotFound, format!("topic {topic} not found")))?;
+    let accepted =
+        super::route::accepted_types(tc.attributes.get(super::route::MESSAGE_TYPE_ATTRIBUTE).map(String::as_str));
     let group = match count {
         1 => req.messages[0]
             .system_properties
@@ -75,7 +75,7 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
             .filter(|g| !g.is_empty()),
         _ => None,
     };
-    let writable = view.write_queue_nums.max(1);
+    let writable = tc.write_queue_nums.max(1);
     let queue_id = match group {
         Some(group) => super::hash::queue_of_group(group, writable),
         None => (g.round_robin.fetch_add(1, Ordering::Relaxed) % writable as usize) as i32,
@@ -87,6 +87,16 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
         }
         built.push(build(g, m, &topic, queue_id, peer, now, live.max_message_size)?);
     }
+    // `DefaultTopicMessageTypeValidator`: the topic's `message.type` (NORMAL when unset, MIXED
+    // takes any) must be the message's.
+    if let Some(b) = built.iter().find(|b| !accepted.contains(&(wire_type(b.kind) as i32))) {
+        let why = format!(
+            "TopicMessageType validate failed, the topic {topic} accepts {:?}, but actual type is {:?}",
+            accepted.iter().filter_map(|t| MessageType::try_from(*t).ok()).collect::<Vec<_>>(),
+            wire_type(b.kind)
+        );
+        return Err(Refused::new(Code::MessagePropertyConflictWithType, why));
+    }
     let transactional = built.iter().any(|b| b.kind == Kind::Transaction);
     if transactional && live.reject_transaction_message {
         let why = format!("the broker[{}] sending transaction message is forbidden", core.config.broker_ip1);
@@ -95,7 +105,7 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
     if count > 1 && built.iter().any(|b| b.kind != Kind::Normal) {
         return Err(Refused::new(Code::MessageCorrupted, "a batch holds normal messages only"));
     }
-    let multi_tags = view.topic_filter_type == TopicFilterType::MultiTag;
+    let multi_tags = tc.topic_filter_type == TopicFilterType::MultiTag;
     for b in &mut built {
         if multi_tags {
             b.record.sys_flag |= sys_flag::MULTI_TAGS;
@@ -141,6 +151,15 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
         })
         .collect();
     Ok(SendMessageResponse { status: Some(entry_status), entries })
+}
+
+fn wire_type(k: Kind) -> MessageType {
+    match k {
+        Kind::Normal => MessageType::Normal,
+        Kind::Fifo => MessageType::Fifo,
+        Kind::Delay => MessageType::Delay,
+        Kind::Transaction => MessageType::Transaction,
+    }
 }
 
 /// One message as the store takes it, checked as `buildMessageProperty` checks it.

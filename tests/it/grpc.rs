@@ -202,6 +202,15 @@ async fn bad_sends_are_refused_in_the_status() {
         ),
         (
             {
+                // A FIFO message to a NORMAL (untyped) topic, as the Java proxy's type check.
+                let mut m = message("GrpcBad", "a", b"x");
+                m.system_properties.as_mut().unwrap().message_group = Some("g".into());
+                m
+            },
+            Code::MessagePropertyConflictWithType,
+        ),
+        (
+            {
                 let mut m = message("GrpcBad", "a", b"x");
                 for i in 0..129 {
                     m.user_properties.insert(format!("k{i}"), "v".into());
