@@ -15,7 +15,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Sync 1 KiB sends with the 5.x SDK over TLS and plaintext, one thread, as the issue measured
  * the Java proxy 5.3.3 in local mode (215/s TLS, 342/s plaintext; p50/p99 3.2/17.5 and 2.3/9.5
- * ms). Prints sends/s, p50/p99 and the broker's RSS. Runs only with {@code -Dgrpc5.bench=true}.
+ * ms). Prints sends/s, p50/p99 and the broker's RSS. Not a {@code *Test}: run it with
+ * {@code -Dtest=Grpc5SendBench -Dgrpc5.bench=true}.
  */
 class Grpc5SendBench {
     private static final int WARMUP = 300;
