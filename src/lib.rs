@@ -23,6 +23,7 @@ pub mod broker;
 pub mod config;
 pub mod core;
 pub mod filter;
+pub mod grpc;
 pub mod ha;
 pub mod kafka;
 pub mod meta;

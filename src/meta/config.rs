@@ -161,6 +161,10 @@ config_struct! {
         max_connections: usize = 10_000 => "maxConnections",
         /// The Kafka listener (0: off). Masters only.
         kafka_listen_port: u16 = 0 => "kafkaListenPort",
+        /// The gRPC listener for the 5.x SDKs (`apache.rocketmq.v2.MessagingService`, the Java
+        /// proxy's `grpcServerPort`, 8081 there); 0: off, so a broker opens no port it did not
+        /// before. Masters only; TLS and plaintext on the one port as `tls.server.mode` says.
+        grpc_listen_port: u16 = 0 => "grpcListenPort",
         /// `host:port` Kafka clients are told to connect to (default brokerIP1:kafkaListenPort).
         kafka_advertised_address: String = String::new() => "kafkaAdvertisedAddress",
         /// Kafka `num.partitions`: queues of a topic a Kafka client auto-creates.

@@ -22,6 +22,8 @@ pub enum ListenerKind {
     Vip,
     Kafka,
     Ha,
+    /// The gRPC port (`grpcListenPort`).
+    Grpc,
 }
 
 impl ListenerKind {
@@ -31,6 +33,7 @@ impl ListenerKind {
             ListenerKind::Vip => "vip",
             ListenerKind::Kafka => "kafka",
             ListenerKind::Ha => "ha",
+            ListenerKind::Grpc => "grpc",
         }
     }
 }

@@ -178,6 +178,8 @@ pub struct TlsServer {
     settings: TlsSettings,
     /// Built on first use when it needs a self-signed certificate; at once otherwise.
     acceptor: OnceLock<Result<tokio_rustls::TlsAcceptor, String>>,
+    /// Protocols offered by ALPN (gRPC: `h2`); none for the RocketMQ, Kafka and HA ports.
+    alpn: Vec<Vec<u8>>,
 }
 
 impl TlsServer {
@@ -187,12 +189,22 @@ impl TlsServer {
         if settings.mode == TlsMode::Disabled {
             return Ok(None);
         }
-        let server = Self { mode: settings.mode, settings: settings.clone(), acceptor: OnceLock::new() };
+        Self::with(settings, Vec::new()).map(Some)
+    }
+
+    fn with(settings: &TlsSettings, alpn: Vec<Vec<u8>>) -> Result<Arc<Self>, TlsError> {
+        let server = Self { mode: settings.mode, settings: settings.clone(), acceptor: OnceLock::new(), alpn };
         if settings.server_cert.is_some() || !settings.test_mode {
             let acceptor = server.build()?;
             let _ = server.acceptor.set(Ok(acceptor));
         }
-        Ok(Some(Arc::new(server)))
+        Ok(Arc::new(server))
+    }
+
+    /// The same settings, offering `protocols` by ALPN (the gRPC port: `h2`, which gRPC clients
+    /// require of a TLS server).
+    pub fn with_alpn(&self, protocols: &[&[u8]]) -> Result<Arc<Self>, TlsError> {
+        Self::with(&self.settings, protocols.iter().map(|p| p.to_vec()).collect())
     }
 
     fn build(&self) -> Result<tokio_rustls::TlsAcceptor, TlsError> {
@@ -226,9 +238,10 @@ impl TlsServer {
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        let config = builder
+        let mut config = builder
             .with_single_cert(chain, key)
             .map_err(|e| refuse("tls.server.keyPath", format!("does not match tls.server.certPath: {e}")))?;
+        config.alpn_protocols = self.alpn.clone();
         Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
     }
 

@@ -39,6 +39,10 @@ pub enum AdminCommand {
         write_queues: i32,
         #[arg(short = 'p', long, default_value_t = 6)]
         perm: i32,
+        /// A topic attribute, `key=value` or mqadmin's `+key=value` (repeatable), such as
+        /// `message.type=FIFO` (NORMAL, FIFO, DELAY, TRANSACTION or MIXED: what 5.x clients may send).
+        #[arg(short = 'a', long = "attribute")]
+        attributes: Vec<String>,
     },
     /// Deletes a topic from every master of a cluster and from the NameServer.
     DeleteTopic {
@@ -108,7 +112,8 @@ pub async fn run(namesrv: &str, cmd: AdminCommand) -> Result<String, AdminError>
             Ok(table(&rows))
         }
         AdminCommand::TopicStatus { topic } => topic_status(&admin, &topic).await,
-        AdminCommand::UpdateTopic { topic, cluster, broker, read_queues, write_queues, perm } => {
+        AdminCommand::UpdateTopic { topic, cluster, broker, read_queues, write_queues, perm, attributes } => {
+            let attributes = attributes_header(&attributes)?;
             let mut done = Vec::new();
             for (name, addr) in admin.masters(cluster.as_deref(), broker.as_deref()).await? {
                 let req = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_TOPIC)
@@ -120,6 +125,10 @@ pub async fn run(namesrv: &str, cmd: AdminCommand) -> Result<String, AdminError>
                     .with_ext("topicFilterType", "SINGLE_TAG")
                     .with_ext("topicSysFlag", "0")
                     .with_ext("order", "false");
+                let req = match &attributes {
+                    Some(a) => req.with_ext("attributes", a),
+                    None => req,
+                };
                 admin.call(&addr, req, &format!("create {topic} on {name}")).await?;
                 done.push(format!("create topic {topic} on {name} ({addr}) OK"));
             }
@@ -291,4 +300,33 @@ fn describe(m: &crate::model::message::StoredMessage) -> String {
         m.reconsume_times,
         m.body.len()
     )
+}
+
+/// `-a key=value` / `-a +key=value` into UPDATE_AND_CREATE_TOPIC's `attributes` header
+/// (`+k=v,+k2=v2`, as mqadmin's `updateTopic -a` writes it); `None` when none are given.
+fn attributes_header(given: &[String]) -> Result<Option<String>, AdminError> {
+    let mut parts = Vec::with_capacity(given.len());
+    for a in given {
+        let kv = a.trim().strip_prefix('+').unwrap_or(a.trim());
+        match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() && !kv.contains(',') => parts.push(format!("+{k}={v}")),
+            _ => return Err(AdminError::Usage(format!("attribute '{a}' is not key=value (e.g. message.type=FIFO)"))),
+        }
+    }
+    Ok((!parts.is_empty()).then(|| parts.join(",")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_as_mqadmin_writes_them() {
+        let a = |v: &[&str]| attributes_header(&v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        assert_eq!(a(&[]).unwrap(), None);
+        assert_eq!(a(&["message.type=FIFO"]).unwrap().as_deref(), Some("+message.type=FIFO"));
+        assert_eq!(a(&["+message.type=DELAY", "k=v"]).unwrap().as_deref(), Some("+message.type=DELAY,+k=v"));
+        assert!(a(&["novalue"]).is_err());
+        assert!(a(&["a=b,c=d"]).is_err());
+    }
 }

@@ -38,6 +38,7 @@ async fn admin_commands_show_cluster_topics_and_messages() {
         read_queues: 3,
         write_queues: 2,
         perm: 6,
+        attributes: Vec::new(),
     };
     assert!(run(&ns, create).await.unwrap().contains("OK"));
     let route = tokio::time::timeout(std::time::Duration::from_secs(5), async {

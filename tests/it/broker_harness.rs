@@ -16,11 +16,15 @@ use super::support::*;
 /// [`TestBroker::kafka_port`]); any other non-zero value is bound as it is (a restart on the
 /// port a previous broker had).
 pub const KAFKA_ANY_PORT: u16 = 1;
+/// As [`KAFKA_ANY_PORT`], for `grpcListenPort` ([`TestBroker::grpc_port`]).
+pub const GRPC_ANY_PORT: u16 = 1;
 
 pub struct TestBroker {
     pub addr: String,
     /// The Kafka port, when the broker serves Kafka.
     pub kafka_port: Option<u16>,
+    /// The gRPC port, when the broker serves gRPC.
+    pub grpc_port: Option<u16>,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     pub ns: Option<TestNamesrv>,
@@ -79,21 +83,27 @@ pub async fn start_broker_on(
         KAFKA_ANY_PORT => Some(bind(0).await),
         port => Some(bind(port).await),
     };
+    let grpc = match base.grpc_listen_port {
+        0 => None,
+        GRPC_ANY_PORT => Some(bind(0).await),
+        port => Some(bind(port).await),
+    };
     let (remoting, vip) = bind_with_vip().await;
     let broker = ferrocket::broker::Sockets {
         remoting: Some(remoting),
         vip: Some(vip),
         ha: if base.is_slave() { None } else { Some(bind(0).await) },
     };
-    let node = BrokerNode::bind_with(base, Sockets { broker, kafka })
+    let node = BrokerNode::bind_with(base, Sockets { broker, kafka, grpc })
         .await
         .unwrap_or_else(|e| panic!("broker start failed: {e}"));
     let port = node.local_addr().unwrap().port();
     let kafka_port = node.kafka_addr().map(|a| a.port());
+    let grpc_port = node.grpc_addr().map(|a| a.port());
     let shutdown = CancellationToken::new();
     let inner = node.inner();
     let task = tokio::spawn(node.run(shutdown.clone()));
-    TestBroker { addr: format!("127.0.0.1:{port}"), kafka_port, shutdown, task, ns: None, inner }
+    TestBroker { addr: format!("127.0.0.1:{port}"), kafka_port, grpc_port, shutdown, task, ns: None, inner }
 }
 
 impl TestBroker {

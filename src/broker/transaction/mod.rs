@@ -21,6 +21,7 @@
 //! May import: `broker` (managers, config), `model`, `store`.
 
 pub mod check;
+pub mod end;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -1,0 +1,119 @@
+//! The gRPC front end: `apache.rocketmq.v2.MessagingService`, the protocol of the 5.x SDKs
+//! (rocketmq-clients), served by the broker itself on `grpcListenPort` as Java's proxy does in
+//! local mode. A third door over the same core as the RocketMQ remoting handlers and Kafka:
+//! the same append, flow control, statistics and metrics (`core::append`).
+//!
+//! ```text
+//! client --TCP--> net::Listener (maxConnections; tls.server.mode: 0x16 -> TLS with ALPN h2,
+//!                 else plaintext HTTP/2) -> listener.rs hands the stream to tonic
+//!   service.rs  x-mq-client-id required, one function per RPC:
+//!     telemetry.rs  Settings answered at once, merged (settings.rs: the client table)
+//!     route.rs      QueryRoute: queues, permissions, endpoints, accepted message types
+//!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
+//!                   consistentHash), delay and half messages through [`BrokerSide`], core append
+//!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
+//!     status.rs     the answer's Status; core refusals -> v2 codes
+//! pb.rs: the messages and service generated from proto/ (build.rs)
+//! ```
+//! What only the broker owns (the timer and delay-level diversion, half messages, ending a transaction) comes in
+//! through [`BrokerSide`], which the composition root (`node.rs`) implements over the broker.
+//!
+//! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`. Never the broker, Kafka or
+//! the remoting codec and transport (tests/it/layering.rs checks it).
+
+mod hash;
+mod listener;
+pub mod pb;
+mod route;
+mod send;
+pub mod service;
+mod settings;
+mod status;
+mod telemetry;
+mod txn;
+mod validate;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::core::Core;
+use crate::model::message::MessageToStore;
+use crate::net::Listener;
+
+pub use hash::{consistent_hash, queue_of_group};
+pub use route::MESSAGE_TYPE_ATTRIBUTE;
+
+/// What the broker does to a message before it is stored, which this door cannot do itself.
+pub trait BrokerSide: Send + Sync + 'static {
+    /// A message with timer properties (`TIMER_DELIVER_MS`) or a delay level goes to the timer
+    /// or schedule topic (Java's timer and schedule hooks); `Err`: refused, with why.
+    fn divert_delayed(&self, msg: &mut MessageToStore) -> Result<(), String>;
+    /// A transactional message becomes a half message, kept until the transaction ends.
+    fn to_half(&self, msg: &mut MessageToStore);
+    /// Ends the transaction of the half message `end` names: commit puts it on its topic.
+    fn end_transaction(&self, end: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>>;
+}
+
+/// A future a [`BrokerSide`] returns.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Which transaction EndTransaction ends (from the transaction id SendMessage gave).
+#[derive(Debug, Clone)]
+pub struct EndTxn {
+    pub commit_log_offset: i64,
+    pub queue_offset: i64,
+    /// A gRPC producer's group: its topic.
+    pub producer_group: String,
+    pub message_id: String,
+    pub commit: bool,
+}
+
+/// Why a transaction was not ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndTxnError {
+    /// No such prepared message (or not this producer's): INVALID_TRANSACTION_ID.
+    Unknown(String),
+    /// The store or the slaves refused: INTERNAL_SERVER_ERROR; the check service asks again.
+    Failed(String),
+}
+
+/// The gRPC door's state: the broker's core, its hooks, the client table.
+pub struct Grpc {
+    core: Arc<Core>,
+    broker: Arc<dyn BrokerSide>,
+    /// `host:port` clients are told to connect to (QueryRoute's endpoints).
+    advertised: (String, u16),
+    clients: settings::Clients,
+    /// Round robin over write queues for messages without a message group.
+    round_robin: AtomicUsize,
+    /// Telemetry streams opened so far (each stream's id).
+    streams: AtomicU64,
+    /// Cancelled when the broker shuts down: Telemetry streams end, so tonic can drain.
+    shutdown: CancellationToken,
+}
+
+impl Grpc {
+    pub fn new(core: Arc<Core>, broker: Arc<dyn BrokerSide>, advertised: (String, u16)) -> Arc<Self> {
+        Arc::new(Self {
+            core,
+            broker,
+            advertised,
+            clients: settings::Clients::default(),
+            round_robin: AtomicUsize::new(0),
+            streams: AtomicU64::new(0),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    fn endpoints(&self) -> pb::Endpoints {
+        route::endpoints(&self.advertised.0, self.advertised.1)
+    }
+
+    /// Serves gRPC on `listener` until `shutdown`.
+    pub async fn serve(self: Arc<Self>, listener: Listener, shutdown: CancellationToken, tracker: TaskTracker) {
+        listener::serve(self, listener, shutdown, tracker).await;
+    }
+}

@@ -1,0 +1,116 @@
+//! `apache.rocketmq.v2.MessagingService` over [`Grpc`]: every RPC first needs the
+//! `x-mq-client-id` header (CLIENT_ID_REQUIRED in the answer's Status without it), then goes to
+//! its module. RPCs without a handler here answer UNIMPLEMENTED (tonic's default stubs): the
+//! Pull/Offset RPCs and SyncLiteSubscription (as Java 5.3.3), and, until POP consumption lands,
+//! ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
+//! QueryAssignment and RecallMessage.
+//!
+//! May import: `grpc`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::pb::messaging_service_server::MessagingService;
+use super::pb::settings::PubSub;
+use super::pb::*;
+use super::status::{self, Refused};
+use super::{route, send, telemetry, txn, validate, Grpc};
+
+/// The header every 5.x SDK sends with its client id.
+pub const CLIENT_ID_HEADER: &str = "x-mq-client-id";
+
+pub struct Service(pub Arc<Grpc>);
+
+fn client_id<T>(req: &Request<T>) -> Result<String, Refused> {
+    match req.metadata().get(CLIENT_ID_HEADER).and_then(|v| v.to_str().ok()) {
+        Some(id) if !id.trim().is_empty() && id.len() <= 256 => Ok(id.to_owned()),
+        _ => Err(Refused::new(Code::ClientIdRequired, "x-mq-client-id is required")),
+    }
+}
+
+fn peer<T>(req: &Request<T>) -> SocketAddr {
+    req.remote_addr().unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+}
+
+#[tonic::async_trait]
+impl MessagingService for Service {
+    async fn query_route(&self, req: Request<QueryRouteRequest>) -> Result<Response<QueryRouteResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => route::query_route(&self.0, req.get_ref()),
+            Err(r) => QueryRouteResponse { status: Some(r.status()), message_queues: Vec::new() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        let answer = match client_id(&req).and_then(|id| heartbeat(&self.0, &id, req.get_ref())) {
+            Ok(()) => status::ok(),
+            Err(r) => r.status(),
+        };
+        Ok(Response::new(HeartbeatResponse { status: Some(answer) }))
+    }
+
+    async fn send_message(&self, req: Request<SendMessageRequest>) -> Result<Response<SendMessageResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => {
+                let peer = peer(&req);
+                send::send(&self.0, req.into_inner(), peer).await
+            }
+            Err(r) => SendMessageResponse { status: Some(r.status()), entries: Vec::new() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn telemetry(
+        &self,
+        req: Request<tonic::Streaming<TelemetryCommand>>,
+    ) -> Result<Response<telemetry::Outbound<TelemetryCommand>>, Status> {
+        match client_id(&req) {
+            Ok(id) => Ok(Response::new(telemetry::open(self.0.clone(), id, req.into_inner()))),
+            Err(r) => {
+                let only = TelemetryCommand { status: Some(r.status()), command: None };
+                Ok(Response::new(Box::pin(futures_util::stream::iter([Ok(only)]))))
+            }
+        }
+    }
+
+    async fn end_transaction(
+        &self,
+        req: Request<EndTransactionRequest>,
+    ) -> Result<Response<EndTransactionResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => txn::end_transaction(&self.0, req.get_ref()).await,
+            Err(r) => EndTransactionResponse { status: Some(r.status()) },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        req: Request<NotifyClientTerminationRequest>,
+    ) -> Result<Response<NotifyClientTerminationResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(id) => {
+                self.0.clients.remove(&id, None);
+                status::ok()
+            }
+            Err(r) => r.status(),
+        };
+        Ok(Response::new(NotifyClientTerminationResponse { status: Some(answer) }))
+    }
+}
+
+/// Java's `ClientActivity.heartbeat`: the client must have sent its Settings; a consumer's
+/// group must be a valid one.
+fn heartbeat(g: &Grpc, id: &str, req: &HeartbeatRequest) -> Result<(), Refused> {
+    let Some(settings) = g.clients.get(id) else {
+        return Err(Refused::new(Code::UnrecognizedClientType, "cannot find client settings for this client"));
+    };
+    match settings.pub_sub {
+        Some(PubSub::Publishing(_)) => Ok(()),
+        Some(PubSub::Subscription(_)) => validate::group(req.group.as_ref()).map(|_| ()),
+        None => Err(Refused::new(Code::UnrecognizedClientType, "no publishing or subscription settings")),
+    }
+}

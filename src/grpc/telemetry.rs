@@ -1,0 +1,103 @@
+//! Telemetry, the bidirectional stream every client opens first (Java's `ClientActivity`): the
+//! client's Settings are answered at once, merged ([`super::settings::merged`]); a command
+//! before any Settings is answered UNRECOGNIZED_CLIENT_TYPE (Java throws); Settings without
+//! publishing or subscription end the stream with INVALID_ARGUMENT (a gRPC error, as Java).
+//! The stream ends when the client closes it or the broker shuts down; the client's settings
+//! go with it.
+//!
+//! May import: `grpc`.
+
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures_util::Stream;
+use tokio::sync::mpsc;
+use tonic::Streaming;
+use tracing::debug;
+
+use super::pb::{settings::PubSub, telemetry_command::Command, Code, Settings, TelemetryCommand};
+use super::status::{self, Refused};
+use super::{validate, Grpc};
+
+/// A server stream of `T`s.
+pub type Outbound<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Send>>;
+
+/// Commands queued for one client before the stream pushes back.
+const OUTBOUND_QUEUE: usize = 16;
+
+pub fn open(g: Arc<Grpc>, client_id: String, mut inbound: Streaming<TelemetryCommand>) -> Outbound<TelemetryCommand> {
+    let (tx, rx) = mpsc::channel::<Result<TelemetryCommand, tonic::Status>>(OUTBOUND_QUEUE);
+    let stream_id = g.streams.fetch_add(1, Ordering::Relaxed);
+    let shutdown = g.shutdown.clone();
+    let stop = g.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tx.closed() => break,
+                n = inbound.message() => n,
+            };
+            let cmd = match next {
+                Ok(Some(cmd)) => cmd,
+                Ok(None) => break,
+                Err(e) => {
+                    debug!(client_id, error = %e, "telemetry stream failed");
+                    break;
+                }
+            };
+            let answer = match cmd.command {
+                Some(Command::Settings(s)) => settings(&g, &client_id, s, stream_id),
+                // Results of server commands (none sent yet) and anything else.
+                _ if g.clients.get(&client_id).is_some() => continue,
+                _ => Ok(with_status(Refused::new(
+                    Code::UnrecognizedClientType,
+                    "cannot find client settings for this client",
+                ))),
+            };
+            let end = answer.is_err();
+            if tx.send(answer).await.is_err() || end {
+                break;
+            }
+        }
+        g.clients.remove(&client_id, Some(stream_id));
+    });
+    Box::pin(futures_util::stream::unfold((rx, stop), |(mut rx, stop)| async move {
+        let item = tokio::select! {
+            _ = stop.cancelled() => None,
+            i = rx.recv() => i,
+        };
+        item.map(|i| (i, (rx, stop)))
+    }))
+}
+
+fn with_status(r: Refused) -> TelemetryCommand {
+    TelemetryCommand { status: Some(r.status()), command: None }
+}
+
+/// `processAndWriteClientSettings`.
+fn settings(g: &Grpc, client_id: &str, s: Settings, stream: u64) -> Result<TelemetryCommand, tonic::Status> {
+    let refused = |r: Refused| tonic::Status::invalid_argument(r.why);
+    match &s.pub_sub {
+        Some(PubSub::Publishing(p)) => {
+            if p.topics.len() > super::settings::MAX_PUBLISHING_TOPICS {
+                return Err(tonic::Status::invalid_argument("too many topics in the publishing settings"));
+            }
+            for t in &p.topics {
+                validate::topic(&g.core.config, Some(t)).map_err(refused)?;
+            }
+        }
+        Some(PubSub::Subscription(sub)) => {
+            validate::group(sub.group.as_ref()).map_err(refused)?;
+            if sub.subscriptions.len() > super::settings::MAX_PUBLISHING_TOPICS {
+                return Err(tonic::Status::invalid_argument("too many subscriptions in the settings"));
+            }
+        }
+        None => return Err(tonic::Status::invalid_argument("there is no publishing or subscription data in settings")),
+    }
+    let merged = super::settings::merged(&g.core, &s);
+    if let Err(r) = g.clients.put(client_id, s, stream) {
+        return Ok(with_status(r));
+    }
+    Ok(TelemetryCommand { status: Some(status::ok()), command: Some(Command::Settings(merged)) })
+}

@@ -1,0 +1,71 @@
+//! EndTransaction on the gRPC door: the transaction id SendMessage gave commits the half message
+//! onto its topic or rolls it back; a forged id, another message's id or another topic ends
+//! nothing (INVALID_TRANSACTION_ID).
+
+use std::time::Duration;
+
+use ferrocket::grpc::pb::*;
+
+use super::grpc::{code, grpc_broker, message, plain_client, prop, resource, send, stored, topic, with_id};
+
+fn half(topic: &str, id: &str) -> Message {
+    let mut m = message(topic, id, format!("body of {id}").as_bytes());
+    m.system_properties.as_mut().unwrap().message_type = MessageType::Transaction as i32;
+    m
+}
+
+fn end(topic: &str, id: &str, txn: &str, resolution: TransactionResolution) -> EndTransactionRequest {
+    EndTransactionRequest {
+        topic: resource(topic),
+        message_id: id.into(),
+        transaction_id: txn.into(),
+        resolution: resolution as i32,
+        source: TransactionSource::SourceClient as i32,
+        trace_context: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn commit_shows_the_message_rollback_and_forgeries_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    topic(&b, "GrpcTxnEnd", 1, Some("TRANSACTION"));
+    topic(&b, "GrpcTxnOther", 1, Some("TRANSACTION"));
+    let mut c = plain_client(&b).await;
+    let mut txn = Vec::new();
+    for id in ["commit-me", "roll-me-back"] {
+        let r = send(&mut c, vec![half("GrpcTxnEnd", id)]).await;
+        assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+        txn.push(r.entries[0].transaction_id.clone());
+    }
+    let ended = |r: tonic::Response<EndTransactionResponse>| code(&r.into_inner().status);
+    // Forged or mismatched: nothing ends.
+    for (t, id, tx) in [
+        ("GrpcTxnEnd", "commit-me", "7FFFFFFFFFFFFFFF0000000000000000".to_owned()),
+        ("GrpcTxnEnd", "commit-me", "00000000000000010000000000000000".to_owned()),
+        ("GrpcTxnEnd", "commit-me", "not a transaction id".to_owned()),
+        ("GrpcTxnEnd", "roll-me-back", txn[0].clone()),
+        ("GrpcTxnOther", "commit-me", txn[0].clone()),
+    ] {
+        let r = c.end_transaction(with_id(end(t, id, &tx, TransactionResolution::Commit))).await.unwrap();
+        assert_eq!(ended(r), Code::InvalidTransactionId, "{t} {id} {tx}");
+    }
+    b.inner.store.await_dispatched(Duration::from_secs(10)).await;
+    assert_eq!(b.inner.store.max_offset_in_queue("GrpcTxnEnd", 0), 0, "nothing committed by a forgery");
+
+    let r = c.end_transaction(with_id(end("GrpcTxnEnd", "commit-me", &txn[0], TransactionResolution::Commit))).await;
+    assert_eq!(ended(r.unwrap()), Code::Ok);
+    let r =
+        c.end_transaction(with_id(end("GrpcTxnEnd", "roll-me-back", &txn[1], TransactionResolution::Rollback))).await;
+    assert_eq!(ended(r.unwrap()), Code::Ok);
+    let got = stored(&b, "GrpcTxnEnd", 0, 0).await.expect("the committed message");
+    assert_eq!(got.body.as_ref(), b"body of commit-me");
+    assert_eq!(prop(&got, "UNIQ_KEY"), Some("commit-me"));
+    assert_eq!(b.inner.store.max_offset_in_queue("GrpcTxnEnd", 0), 1, "the rolled back one never shows");
+    // Two op records: both halves are finished.
+    assert_eq!(b.inner.store.max_offset_in_queue("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0), 2);
+    // Without the client id header.
+    let r = c.end_transaction(end("GrpcTxnEnd", "commit-me", &txn[0], TransactionResolution::Commit)).await;
+    assert_eq!(ended(r.unwrap()), Code::ClientIdRequired);
+    b.stop().await;
+}
