@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: formatting, lints, Rust tests, then the compatibility suites (official
 # RocketMQ Java clients 5.x and 4.9.x with the Kafka Java clients 4.x and 3.9, the official Go
-# client, the official C++ client and librdkafka, kafkajs, franz-go's own tests, against a
-# ferrocket started by the tests).
+# client, the official C++ client and librdkafka, kafkajs, franz-go's own tests, the official
+# 5.x gRPC SDKs for Java, Go, Python and Node.js, against a ferrocket started by the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,9 @@ echo "== compat-tests/python (official C++ client through its Python binding; li
 FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/python/run.sh
 echo "== compat-tests/node (kafkajs 2.2.4 on the Kafka listener)"
 FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/node/run.sh
+echo "== compat-tests/python5 and node5 (the official 5.x gRPC SDKs on the gRPC listener; Go's is in compat-tests/go)"
+FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/python5/run.sh
+FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/node5/run.sh
 echo "== compat-tests/franz-go (franz-go's own group tests on the Kafka listener)"
 FERROCKET_BIN="$PWD/target/release/ferrocket" compat-tests/franz-go/run.sh
 echo "== no ERROR line in any ferrocket log of the compat suites"

@@ -243,22 +243,25 @@ func writeConf(path string, entries [][2]string) (string, error) {
 // freePorts picks a NameServer port and a broker port p such that p-2 (the broker's VIP port),
 // p and p+1 (its HA port) are free. All are taken below Linux's ephemeral range (32768..60999), so
 // no outgoing connection can occupy them between this check and ferrocket's bind.
-func freePorts() (namesrv, broker int, err error) {
-	rnd := rand.New(rand.NewSource(time.Now().UnixNano() ^ int64(os.Getpid())))
-	pick := func(ok func(int) bool) int {
-		for attempt := 0; attempt < 500; attempt++ {
-			p := 10002 + rnd.Intn(32000-10002)
-			if ok(p) {
-				return p
-			}
+// pickPort is a random port in 10002..32000 that passes ok, or 0.
+func pickPort(ok func(int) bool) int {
+	for attempt := 0; attempt < 500; attempt++ {
+		p := 10002 + portRand.Intn(32000-10002)
+		if ok(p) {
+			return p
 		}
-		return 0
 	}
-	namesrv = pick(portFree)
+	return 0
+}
+
+var portRand = rand.New(rand.NewSource(time.Now().UnixNano() ^ int64(os.Getpid())))
+
+func freePorts() (namesrv, broker int, err error) {
+	namesrv = pickPort(portFree)
 	if namesrv == 0 {
 		return 0, 0, errors.New("found no free port in 10002..32000")
 	}
-	broker = pick(func(p int) bool {
+	broker = pickPort(func(p int) bool {
 		if p-2 <= namesrv && namesrv <= p+1 {
 			return false
 		}

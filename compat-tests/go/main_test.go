@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,8 @@ var (
 	adm admin.Admin
 	// clientLog is where the Go client's own logs go.
 	clientLog string
+	// grpcPort is the shared broker's gRPC listener.
+	grpcPort int
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +59,9 @@ func runSuite(m *testing.M) int {
 		return 2
 	}
 
-	server, err = startFerrocket(bin, dir)
+	// The 5.x gRPC SDK's door (grpc5_test.go): grpcListenPort, TLS and plaintext on one port.
+	grpcPort = pickPort(portFree)
+	server, err = startFerrocket(bin, dir, [2]string{"grpcListenPort", strconv.Itoa(grpcPort)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "[go compat] ferrocket did not start:", err)
 		fmt.Fprintln(os.Stderr, "[go compat] kept", dir)

@@ -3,7 +3,8 @@
 # the ACL accounts in kafkajs_sasl.test.mjs), with Node's own test
 # runner. FERROCKET_BIN names the binary (default: target/release/ferrocket).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+# SUITE_DIR: another directory laid out the same way (compat-tests/node5).
+here=${SUITE_DIR:-$(cd "$(dirname "$0")" && pwd)}
 cd "$here"
 npm ci --no-audit --no-fund --loglevel=error
 export FERROCKET_BIN="${FERROCKET_BIN:-$here/../../target/release/ferrocket}"

@@ -2,7 +2,8 @@
 # The official C++ client's compat tests: a virtualenv with requirements.txt (PyPI), then pytest
 # against the ferrocket binary in $FERROCKET_BIN (default: target/release/ferrocket).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+# SUITE_DIR: another directory laid out the same way (compat-tests/python5).
+here=${SUITE_DIR:-$(cd "$(dirname "$0")" && pwd)}
 venv="$here/.venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

@@ -1,0 +1,147 @@
+package gocompat
+
+// The official 5.x Go SDK (github.com/apache/rocketmq-clients/golang/v5, gRPC) on the shared
+// broker's gRPC listener, with no proxy: a producer on plaintext and on TLS (one port; the SDK
+// trusts any certificate, so the broker's self-signed one serves), and a FIFO producer. What they
+// sent is read back through the broker's query by key (`ferrocket admin query-msg-by-key`).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	rmq "github.com/apache/rocketmq-clients/golang/v5"
+	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+)
+
+// rmq.EnableSsl is the SDK's one switch for every client it dials: the tests that set it run one
+// at a time.
+var sslSwitch sync.Mutex
+
+func init() {
+	// The SDK logs under $HOME/logs unless told: beside the v2 client's log, warnings and errors.
+	os.Setenv("rocketmq.client.logRoot", os.TempDir())
+	os.Setenv("rocketmq.client.logLevel", "warn")
+	rmq.ResetLogger()
+}
+
+// ferrocketAdmin runs `ferrocket admin` against the shared NameServer.
+func ferrocketAdmin(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(os.Getenv("FERROCKET_BIN"), append([]string{"admin", "-n", server.namesrvAddr()}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ferrocket admin %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+var (
+	storedQueue = regexp.MustCompile(`queue: (\d+)`)
+	storedBody  = regexp.MustCompile(`body: (\d+) bytes`)
+)
+
+// stored is the queue id and body length of the one message stored under key, waiting for the
+// broker's index (built after the send is answered) to have it.
+func stored(t *testing.T, topic, key string) (queue, size int) {
+	t.Helper()
+	var out string
+	var q, b []string
+	waitUntil(t, routeTimeout, func() string { return "a message stored under " + key + "; last answer:\n" + out }, func() bool {
+		out = ferrocketAdmin(t, "query-msg-by-key", "-t", topic, "-k", key)
+		q, b = storedQueue.FindStringSubmatch(out), storedBody.FindStringSubmatch(out)
+		return strings.Contains(out, "keys: "+key+"  tags: go5") && q != nil && b != nil
+	})
+	queue, _ = strconv.Atoi(q[1])
+	size, _ = strconv.Atoi(b[1])
+	return
+}
+
+func grpcProducer(t *testing.T, topic string, tls bool) rmq.Producer {
+	t.Helper()
+	sslSwitch.Lock()
+	t.Cleanup(sslSwitch.Unlock)
+	rmq.EnableSsl = tls
+	p, err := rmq.NewProducer(&rmq.Config{Endpoint: "127.0.0.1:" + strconv.Itoa(grpcPort), Credentials: &credentials.SessionCredentials{}},
+		rmq.WithTopics(topic))
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatalf("Start (tls %v): %v", tls, err)
+	}
+	t.Cleanup(func() { _ = p.GracefulStop() })
+	return p
+}
+
+func goMessage(topic, key, body string) *rmq.Message {
+	m := &rmq.Message{Topic: topic, Body: []byte(body)}
+	m.SetTag("go5")
+	m.SetKeys(key)
+	return m
+}
+
+func TestGrpcProducer(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		name := map[bool]string{false: "plaintext", true: "tls"}[tls]
+		t.Run(name, func(t *testing.T) {
+			e := begin(t)
+			e.topic = strings.ReplaceAll(e.topic, "/", "_") // GoCompat_GrpcProducer_tls_<run>
+			e.createTopic(4)
+			p := grpcProducer(t, e.topic, tls)
+			ids := map[string]bool{}
+			var keys []string
+			for i := 0; i < 5; i++ {
+				key := fmt.Sprintf("k-%s-%d-%v", runID, i, tls)
+				r, err := p.Send(context.Background(), goMessage(e.topic, key, "body "+key))
+				if err != nil || len(r) != 1 {
+					t.Fatalf("Send: %v %v", r, err)
+				}
+				ids[r[0].MessageID] = true
+				keys = append(keys, key)
+			}
+			if len(ids) != 5 {
+				t.Fatalf("message ids %v", ids)
+			}
+			for _, k := range keys {
+				if _, size := stored(t, e.topic, k); size != len("body "+k) {
+					t.Fatalf("%s stored with %d body bytes", k, size)
+				}
+			}
+		})
+	}
+}
+
+func TestGrpcFifoProducer(t *testing.T) {
+	e := begin(t)
+	e.createTopic(4)
+	ferrocketAdmin(t, "update-topic", "-t", e.topic, "-c", "GoCompatCluster", "-r", "4", "-w", "4", "-a", "+message.type=FIFO")
+	p := grpcProducer(t, e.topic, false)
+	sent := map[string][]string{}
+	for i := 0; i < 4; i++ {
+		for _, g := range []string{"order-1", "order-2", "order-3"} {
+			key := fmt.Sprintf("%s-%d-%s", g, i, runID)
+			m := goMessage(e.topic, key, fmt.Sprintf("%s step %d", g, i))
+			m.SetMessageGroup(g)
+			if _, err := p.Send(context.Background(), m); err != nil {
+				t.Fatalf("Send %s: %v", key, err)
+			}
+			sent[g] = append(sent[g], key)
+		}
+	}
+	for g, keys := range sent {
+		queues := map[int]bool{}
+		for _, k := range keys {
+			q, _ := stored(t, e.topic, k)
+			queues[q] = true
+		}
+		if len(queues) != 1 {
+			t.Fatalf("message group %s spread over queues %v", g, queues)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// The official 5.x Node.js SDK (rocketmq-client-nodejs 1.0.8) on ferrocket's gRPC listener, with
+// no proxy: a producer on plaintext and on TLS (one port, the SDK's sslEnabled) and a FIFO
+// producer; what they sent is read back through the broker's query by key
+// (`ferrocket admin query-msg-by-key`). Its own ferrocket standalone (../node/ferrocket.mjs).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { format } from 'node:util';
+import { bin, brokerDir, freePort, startFerrocket, stopFerrocket } from '../node/ferrocket.mjs';
+
+const run = Math.random().toString(36).slice(2, 8);
+let broker, endpoints, Producer, passed = 0;
+// The SDK's own logger (egg-logger, one file under $HOME shared by every client) refuses lines
+// after the first client's shutdown closed it: each client logs here instead, printed on failure.
+const clientLog = [];
+const logger = Object.fromEntries(['info', 'warn', 'error', 'debug'].map((l) => [l, (...a) => clientLog.push(`${l} ${format(...a)}`)]));
+
+before(async () => {
+  const dir = brokerDir('node5');
+  // grpc-js verifies the server against its root certificates: a certificate for 127.0.0.1 made
+  // here, trusted through GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, which grpc-js reads when it loads: the
+  // SDK is imported after it is set.
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'),
+    '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+  { stdio: 'ignore' });
+  process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH = join(dir, 'cert.pem');
+  ({ Producer } = await import('rocketmq-client-nodejs'));
+  const grpc = await freePort();
+  broker = await startFerrocket(dir, {
+    cluster: 'Js5Cluster', broker: 'js5-a', waitPorts: [grpc],
+    conf: [`grpcListenPort=${grpc}`, `tls.server.certPath=${dir}/cert.pem`, `tls.server.keyPath=${dir}/key.pem`],
+  });
+  endpoints = `127.0.0.1:${grpc}`;
+});
+
+after(async () => {
+  if (passed !== 3) console.log(`---- the SDK's log ----\n${clientLog.slice(-60).join('\n')}`);
+  await stopFerrocket(broker, passed === 3);
+});
+
+const admin = (...args) => execFileSync(bin, ['admin', '-n', broker.ns, ...args], { encoding: 'utf8', timeout: 60000 });
+
+/** Creates a topic (with `attrs`, e.g. +message.type=FIFO) and waits for its route. */
+async function createTopic(base, ...attrs) {
+  const topic = `${base}-${run}-${Math.random().toString(36).slice(2, 6)}`;
+  admin('update-topic', '-t', topic, '-c', 'Js5Cluster', '-r', '4', '-w', '4', ...attrs.flatMap((a) => ['-a', a]));
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    try {
+      if (admin('topic-route', '-t', topic).includes('js5-a')) return topic;
+    } catch {
+      // TOPIC_NOT_EXIST until the broker registered it with the NameServer.
+    }
+    assert.ok(Date.now() < deadline, `no route for ${topic}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** [queue id, body length] of the one message stored under `key`, waiting for the broker's
+ * index (built after the send is answered) to have it. */
+async function stored(topic, key) {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    const out = admin('query-msg-by-key', '-t', topic, '-k', key);
+    const queue = /queue: (\d+)/.exec(out);
+    const size = /body: (\d+) bytes/.exec(out);
+    if (out.includes(`keys: ${key}  tags: node5`) && queue && size) return [Number(queue[1]), Number(size[1])];
+    assert.ok(Date.now() < deadline, `no message stored under ${key}: ${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function producer(topic, sslEnabled) {
+  const p = new Producer({ endpoints, sslEnabled, topic, requestTimeout: 10000, logger });
+  await p.startup();
+  return p;
+}
+
+for (const ssl of [false, true]) {
+  test(`a producer on ${ssl ? 'TLS' : 'plaintext'} sends and the broker stores what it sent`, async () => {
+    const topic = await createTopic('node5-send');
+    const p = await producer(topic, ssl);
+    const keys = [];
+    const ids = new Set();
+    try {
+      for (let i = 0; i < 5; i++) {
+        const key = `k-${i}-${Math.random().toString(36).slice(2, 8)}`;
+        keys.push(key);
+        ids.add((await p.send({ topic, tag: 'node5', keys: [key], body: Buffer.from(`body ${key}`) })).messageId);
+      }
+    } finally {
+      await p.shutdown();
+    }
+    assert.equal(ids.size, 5);
+    for (const key of keys) assert.equal((await stored(topic, key))[1], `body ${key}`.length);
+    passed++;
+  });
+}
+
+test('a FIFO producer keeps each message group on one queue', async () => {
+  const topic = await createTopic('node5-fifo', '+message.type=FIFO');
+  const p = await producer(topic, false);
+  const sent = { 'order-1': [], 'order-2': [], 'order-3': [] };
+  try {
+    for (let i = 0; i < 4; i++) {
+      for (const group of Object.keys(sent)) {
+        const key = `${group}-${i}-${Math.random().toString(36).slice(2, 6)}`;
+        await p.send({ topic, tag: 'node5', keys: [key], messageGroup: group, body: Buffer.from(`${group} step ${i}`) });
+        sent[group].push(key);
+      }
+    }
+  } finally {
+    await p.shutdown();
+  }
+  for (const [group, keys] of Object.entries(sent)) {
+    const queues = new Set();
+    for (const k of keys) queues.add((await stored(topic, k))[0]);
+    assert.equal(queues.size, 1, `message group ${group} spread over queues ${[...queues]}`);
+  }
+  passed++;
+});
