@@ -14,7 +14,6 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -257,43 +256,10 @@ class KafkaRetentionTest extends KafkaBrokerTest {
         }
     }
 
-    static String toolsClasspath() throws Exception {
-        Path root = Path.of(System.getProperty("user.dir")).toAbsolutePath();
-        while (root != null && !Files.exists(root.resolve("benchmarks/kafka-broker/pom.xml"))) {
-            root = root.getParent();
-        }
-        assertTrue(root != null, "benchmarks/kafka-broker/pom.xml above " + System.getProperty("user.dir"));
-        Path out = root.resolve("benchmarks/kafka-broker/target/classpath.txt");
-        if (!Files.exists(out)) {
-            run(List.of("mvn", "-q", "-B", "-ntp", "-f", root.resolve("benchmarks/kafka-broker").toString(),
-                "dependency:build-classpath", "-Dmdep.outputFile=" + out), Duration.ofMinutes(5));
-        }
-        return Files.readString(out).trim();
-    }
-
     static String tool(String mainClass, String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp", toolsClasspath(), mainClass));
+            "-cp", ReferenceClasspath.of("kafka-broker"), mainClass));
         command.addAll(List.of(args));
-        return run(command, Duration.ofSeconds(90));
-    }
-
-    /** Runs a command; its stdout and stderr, or an AssertionError unless it exits 0. */
-    static String run(List<String> command, Duration max) throws Exception {
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
-            try (var in = p.getInputStream()) {
-                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (java.io.IOException e) {
-                return "(cannot read: " + e + ")";
-            }
-        });
-        if (!p.waitFor(max.toMillis(), TimeUnit.MILLISECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError(command + " did not finish within " + max);
-        }
-        String text = out.get(5, TimeUnit.SECONDS);
-        assertEquals(0, p.exitValue(), command + "\n" + text);
-        return text;
+        return ReferenceClasspath.run(command, Duration.ofSeconds(90));
     }
 }
