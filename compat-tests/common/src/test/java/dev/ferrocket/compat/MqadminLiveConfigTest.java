@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,8 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.rocketmq.client.exception.MQBrokerException;
@@ -106,21 +103,6 @@ class MqadminLiveConfigTest {
             "-Drocketmq.home.dir=" + home, "-cp", classpath, "org.apache.rocketmq.tools.command.MQAdminStartup"));
         command.addAll(List.of(args));
         command.addAll(List.of("-n", d.namesrvAddr()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
-            try (var in = p.getInputStream()) {
-                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (java.io.IOException e) {
-                return "(cannot read: " + e + ")";
-            }
-        });
-        Duration max = Duration.ofSeconds(90);
-        if (!p.waitFor(max.toMillis(), TimeUnit.MILLISECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("mqadmin " + String.join(" ", args) + " did not finish within " + max);
-        }
-        String text = out.get(5, TimeUnit.SECONDS);
-        assertEquals(0, p.exitValue(), "exit code of mqadmin " + String.join(" ", args) + "\n" + text);
-        return text;
+        return ReferenceClasspath.run(command, Duration.ofSeconds(90));
     }
 }
