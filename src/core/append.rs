@@ -120,7 +120,7 @@ impl Core {
             return Err(Refusal::new(Outcome::BrokerNotWritable, why));
         }
         match w.protocol {
-            Protocol::Remoting => crate::model::name::check_topic(topic)
+            Protocol::Remoting | Protocol::Grpc => crate::model::name::check_topic(topic)
                 .map_err(|e| Refusal::new(Outcome::IllegalTopic, e.to_string()))?,
             Protocol::Kafka if !crate::meta::names::valid_kafka_topic(topic) => {
                 let why =
@@ -130,7 +130,7 @@ impl Core {
             Protocol::Kafka => {}
         }
         let forbidden = match w.protocol {
-            Protocol::Remoting => NOT_ALLOWED_SEND_TOPICS.contains(&topic),
+            Protocol::Remoting | Protocol::Grpc => NOT_ALLOWED_SEND_TOPICS.contains(&topic),
             // Kafka clients never write RocketMQ's own topics.
             Protocol::Kafka => self.is_system_topic(topic),
         };
@@ -153,7 +153,7 @@ impl Core {
         let (limit, low) = match w.protocol {
             // Java checks against the larger of the two queue counts.
             Protocol::Remoting => (view.write_queue_nums.max(view.read_queue_nums), i32::MIN),
-            Protocol::Kafka => (view.write_queue_nums, 0),
+            Protocol::Kafka | Protocol::Grpc => (view.write_queue_nums, 0),
         };
         if w.queue_id >= limit || w.queue_id < low {
             let why = format!(

@@ -117,8 +117,8 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
     }
     let kind = built[0].kind;
     let records: Vec<MessageToStore> = built.into_iter().map(|b| b.record).collect();
-    let permit = core.admit(Protocol::Remoting).await.map_err(of_refusal)?;
-    let write = TopicWrite { protocol: Protocol::Remoting, topic: &topic, queue_id, create: None };
+    let permit = core.admit(Protocol::Grpc).await.map_err(of_refusal)?;
+    let write = TopicWrite { protocol: Protocol::Grpc, topic: &topic, queue_id, create: None };
     core.writable_topic(&write).await.map_err(of_refusal)?;
     let how = Durability {
         wait_flush: true,
@@ -126,7 +126,7 @@ async fn try_send(g: &Grpc, req: SendMessageRequest, peer: SocketAddr) -> Result
         replica_timeout: Duration::from_millis(live.slave_timeout),
         deferred: false,
     };
-    let appended = core.append(&records, how, Traffic { protocol: Protocol::Remoting, topic: &topic, kind }).await;
+    let appended = core.append(&records, how, Traffic { protocol: Protocol::Grpc, topic: &topic, kind }).await;
     drop(permit);
     let appended = appended.map_err(of_refusal)?;
     let entry_status = appended.shortfall.map_or_else(status::ok, |r| of_refusal(r).status());

@@ -42,6 +42,8 @@ impl MessageType {
 pub enum Protocol {
     Remoting,
     Kafka,
+    /// The 5.x SDKs' `apache.rocketmq.v2.MessagingService` (`grpcListenPort`).
+    Grpc,
 }
 
 impl Protocol {
@@ -49,6 +51,7 @@ impl Protocol {
         match self {
             Self::Remoting => "remoting",
             Self::Kafka => "kafka",
+            Self::Grpc => "grpc",
         }
     }
 
@@ -86,7 +89,7 @@ struct Out {
 }
 
 /// Per node id: topic -> one slot per protocol and message type.
-type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 8]>>;
+type InCache = HashMap<u64, HashMap<Box<str>, [Option<In>; 12]>>;
 /// Per node id and protocol: topic -> consumer group.
 type OutCache = HashMap<(u64, Protocol), HashMap<Box<str>, HashMap<Box<str>, Out>>>;
 /// (protocol, request code, response code, long polling, oneway); `None` for a code the caller
