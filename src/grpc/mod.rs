@@ -12,6 +12,10 @@
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
 //!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
+//!     assign.rs     QueryAssignment: queue -1 (every queue for an orderly group)
+//!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
+//!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
+//!     ack.rs        AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
 //!     status.rs     the answer's Status; core refusals -> v2 codes
 //! pb.rs: the messages and service generated from proto/ (build.rs)
 //! ```
@@ -21,9 +25,14 @@
 //! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`. Never the broker, Kafka or
 //! the remoting codec and transport (tests/it/layering.rs checks it).
 
+mod ack;
+mod assign;
+mod consume;
+mod convert;
 mod hash;
 mod listener;
 pub mod pb;
+mod receipt;
 mod route;
 mod send;
 pub mod service;
@@ -87,6 +96,8 @@ pub struct Grpc {
     /// `host:port` clients are told to connect to (QueryRoute's endpoints).
     advertised: (String, u16),
     clients: settings::Clients,
+    /// Seals the receipt handles this door hands out (a key per process).
+    receipts: receipt::Receipts,
     /// Round robin over write queues for messages without a message group.
     round_robin: AtomicUsize,
     /// Telemetry streams opened so far (each stream's id).
@@ -102,6 +113,7 @@ impl Grpc {
             broker,
             advertised,
             clients: settings::Clients::default(),
+            receipts: receipt::Receipts::default(),
             round_robin: AtomicUsize::new(0),
             streams: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
