@@ -61,16 +61,18 @@ async fn try_ack(g: &Grpc, req: &AckMessageRequest) -> Result<Vec<AckMessageResu
     Ok(out)
 }
 
-/// The handle opened, with the stored topic and queue it names.
-fn open(g: &Grpc, group: &str, topic: &str, receipt: &str) -> Result<(Handle, String, i64), Refused> {
+/// The handle opened (its renewed form when the broker renews it, which stops then), with the
+/// stored topic and the message's offset.
+async fn open(g: &Grpc, group: &str, topic: &str, receipt: &str) -> Result<(Handle, String, i64), Refused> {
     let h = g.receipts.open(group, receipt)?;
+    let h = g.renewals.take(group, receipt).await.unwrap_or(h);
     let offset = h.queue_offset.ok_or_else(stale)?;
     let stored = marked_topic(h.mark, topic, group);
     Ok((h, stored, offset))
 }
 
 async fn ack_one(g: &Grpc, group: &str, topic: &str, receipt: &str) -> Result<(), Refused> {
-    let (h, stored, offset) = open(g, group, topic, receipt)?;
+    let (h, stored, offset) = open(g, group, topic, receipt).await?;
     match g.core.pop_ack(group, &stored, h.queue_id, &h, offset).await {
         AckOutcome::Acked => Ok(()),
         AckOutcome::Stale => Err(stale()),
@@ -90,7 +92,7 @@ async fn try_change(g: &Grpc, req: &ChangeInvisibleDurationRequest) -> Result<St
     let ms = req.invisible_duration.as_ref().map_or(0, convert::duration_ms);
     // Java's `validateInvisibleTime(long)`: no floor (0 redelivers at once), 12 h at most.
     let ms = consume::invisible_time(ms, 0)?;
-    let (h, stored, offset) = open(g, group, topic, &req.receipt_handle)?;
+    let (h, stored, offset) = open(g, group, topic, &req.receipt_handle).await?;
     let changed = g.core.pop_change_invisible(group, &stored, h.queue_id, &h, offset, ms).await.ok_or_else(stale)?;
     let new = Handle {
         ck_offset: changed.start_offset,
@@ -113,7 +115,7 @@ pub async fn forward_to_dlq(g: &Grpc, req: &ForwardMessageToDeadLetterQueueReque
 async fn try_forward(g: &Grpc, req: &ForwardMessageToDeadLetterQueueRequest) -> Result<(), Refused> {
     let topic = validate::topic(&g.core.config, req.topic.as_ref())?;
     let group = validate::group(req.group.as_ref())?;
-    let (h, stored, offset) = open(g, group, topic, &req.receipt_handle)?;
+    let (h, stored, offset) = open(g, group, topic, &req.receipt_handle).await?;
     match g.core.pop_forward_to_dlq(group, topic, (&stored, h.queue_id), &h, offset).await {
         Ok(AckOutcome::Acked) => Ok(()),
         Ok(AckOutcome::Stale) => Err(stale()),

@@ -11,7 +11,7 @@
 //!
 //! Bounds (the proxy's defaults): long polling 5 s..20 s and within the call's deadline
 //! (ILLEGAL_POLLING_TIME when less than 5 s is left), invisible time 10 s..12 h
-//! (ILLEGAL_INVISIBLE_TIME; auto_renew takes the default 60 s), batch 1..32 (more is capped).
+//! (ILLEGAL_INVISIBLE_TIME; auto_renew takes the default 60 s, renewed by `renew.rs`), batch 1..32 (more is capped).
 //!
 //! May import: `core`, `model`, `store`, `grpc`.
 
@@ -39,10 +39,11 @@ const ORDER_REVIVE_QID: i32 = 999;
 /// The whole answer of one ReceiveMessage, in order.
 pub async fn receive(
     g: &Grpc,
+    client: &str,
     req: &ReceiveMessageRequest,
     remaining: Option<Duration>,
 ) -> Vec<ReceiveMessageResponse> {
-    let mut out = match try_receive(g, req, remaining).await {
+    let mut out = match try_receive(g, client, req, remaining).await {
         Ok(v) => v,
         Err(r) => vec![content(Content::Status(r.status()))],
     };
@@ -84,6 +85,7 @@ pub fn polling_time(asked: Option<&prost_types::Duration>, remaining: Option<Dur
 
 async fn try_receive(
     g: &Grpc,
+    client: &str,
     req: &ReceiveMessageRequest,
     remaining: Option<Duration>,
 ) -> Result<Vec<ReceiveMessageResponse>, Refused> {
@@ -127,7 +129,13 @@ async fn try_receive(
     if popped.count() == 0 {
         return Err(Refused::new(Code::MessageNotFound, "no new message"));
     }
-    Ok(messages(g, group, topic, fifo, popped))
+    let (out, sealed) = messages(g, group, topic, fifo, popped);
+    if req.auto_renew {
+        for (receipt, handle) in sealed {
+            g.renewals.add(client, group, topic, &receipt, handle).await;
+        }
+    }
+    Ok(out)
 }
 
 /// The subscription's filter; ILLEGAL_FILTER_EXPRESSION when it does not compile.
@@ -172,8 +180,16 @@ pub async fn consuming_group(g: &Grpc, name: &str) -> Result<SubscriptionGroupCo
     Ok(group)
 }
 
-fn messages(g: &Grpc, group: &str, topic: &str, fifo: bool, p: Popped) -> Vec<ReceiveMessageResponse> {
+/// The answer, and each message's receipt with its handle.
+fn messages(
+    g: &Grpc,
+    group: &str,
+    topic: &str,
+    fifo: bool,
+    p: Popped,
+) -> (Vec<ReceiveMessageResponse>, Vec<(String, Handle)>) {
     let mut out = Vec::with_capacity(p.count() + 1);
+    let mut sealed = Vec::with_capacity(p.count());
     out.push(content(Content::Status(status::ok())));
     let revive_qid = if fifo { ORDER_REVIVE_QID } else { p.revive_qid };
     let (mut count, mut bytes) = (0u64, 0u64);
@@ -191,7 +207,8 @@ fn messages(g: &Grpc, group: &str, topic: &str, fifo: bool, p: Popped) -> Vec<Re
                 queue_offset: Some(m.queue_offset),
             };
             let receipt = g.receipts.seal(group, &handle);
-            if let Some(msg) = convert::message(&m.record, topic, receipt, p.invisible_time) {
+            if let Some(msg) = convert::message(&m.record, topic, receipt.clone(), p.invisible_time) {
+                sealed.push((receipt, handle));
                 count += 1;
                 bytes += m.record.len() as u64;
                 out.push(content(Content::Message(msg)));
@@ -199,7 +216,7 @@ fn messages(g: &Grpc, group: &str, topic: &str, fifo: bool, p: Popped) -> Vec<Re
         }
     }
     g.core.stats.pulled(group, topic, count, bytes, g.core.is_system_topic(topic));
-    out
+    (out, sealed)
 }
 
 /// The `grpc-timeout` header (`1*8DIGIT unit`): what is left of the call.

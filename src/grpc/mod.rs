@@ -16,6 +16,7 @@
 //!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
 //!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
 //!     ack.rs        AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
+//!     renew.rs      auto_renew: handles kept invisible until acked or the client goes
 //!     status.rs     the answer's Status; core refusals -> v2 codes
 //! pb.rs: the messages and service generated from proto/ (build.rs)
 //! ```
@@ -33,6 +34,7 @@ mod hash;
 mod listener;
 pub mod pb;
 mod receipt;
+mod renew;
 mod route;
 mod send;
 pub mod service;
@@ -98,6 +100,8 @@ pub struct Grpc {
     clients: settings::Clients,
     /// Seals the receipt handles this door hands out (a key per process).
     receipts: receipt::Receipts,
+    /// Handles of `auto_renew` receives the broker keeps invisible for their clients.
+    renewals: renew::Renewals,
     /// Round robin over write queues for messages without a message group.
     round_robin: AtomicUsize,
     /// Telemetry streams opened so far (each stream's id).
@@ -114,6 +118,7 @@ impl Grpc {
             advertised,
             clients: settings::Clients::default(),
             receipts: receipt::Receipts::default(),
+            renewals: renew::Renewals::default(),
             round_robin: AtomicUsize::new(0),
             streams: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
@@ -126,6 +131,7 @@ impl Grpc {
 
     /// Serves gRPC on `listener` until `shutdown`.
     pub async fn serve(self: Arc<Self>, listener: Listener, shutdown: CancellationToken, tracker: TaskTracker) {
+        tracker.spawn(renew::run(self.clone()));
         listener::serve(self, listener, shutdown, tracker).await;
     }
 }

@@ -91,10 +91,10 @@ impl MessagingService for Service {
     ) -> Result<Response<telemetry::Outbound<ReceiveMessageResponse>>, Status> {
         use super::pb::receive_message_response::Content;
         let answers = match client_id(&req) {
-            Ok(_) => {
+            Ok(id) => {
                 let remaining =
                     req.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(consume::grpc_timeout);
-                consume::receive(&self.0, req.get_ref(), remaining).await
+                consume::receive(&self.0, &id, req.get_ref(), remaining).await
             }
             Err(r) => vec![ReceiveMessageResponse { content: Some(Content::Status(r.status())) }],
         };
@@ -149,6 +149,7 @@ impl MessagingService for Service {
         let answer = match client_id(&req) {
             Ok(id) => {
                 self.0.clients.remove(&id, None);
+                self.0.renewals.drop_client(&id).await;
                 status::ok()
             }
             Err(r) => r.status(),

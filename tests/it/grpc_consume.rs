@@ -281,9 +281,18 @@ async fn a_fifo_group_gets_every_queue_and_one_queue_stays_locked_until_acked() 
     // The queue is locked until o0 is acked.
     let (st, none) = receive(&mut c, receive_req("GcFifoG", "GcFifo", 1, 30)).await;
     assert_eq!((st, none.len()), (Code::MessageNotFound, 0));
+    // A receive held on the locked queue gets o1 as soon as o0 is acked, not at its poll's end.
+    let mut held = receive_req("GcFifoG", "GcFifo", 1, 30);
+    held.long_polling_timeout = secs(20);
+    let mut other = c.clone();
+    let waiting = tokio::spawn(async move { receive(&mut other, held).await });
+    let started = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await; // let the receive reach its long poll
     assert_eq!(code(&ack(&mut c, "GcFifoG", "GcFifo", &[handle(&first[0])]).await.status), Code::Ok);
-    let (_, second) = receive(&mut c, receive_req("GcFifoG", "GcFifo", 1, 30)).await;
+    let (st, second) = waiting.await.unwrap();
+    assert_eq!(st, Code::Ok);
     assert_eq!(second[0].body.as_ref(), b"o1");
+    assert!(started.elapsed() < Duration::from_secs(10), "woken by the ack: {:?}", started.elapsed());
     b.stop().await;
 }
 
@@ -314,5 +323,23 @@ async fn forward_to_dlq_stores_and_acks() {
     let again = c.forward_message_to_dead_letter_queue(with_id(req)).await.unwrap().into_inner();
     assert_eq!(code(&again.status), Code::InvalidReceiptHandle);
     assert_eq!(b.inner.store.max_offset_in_queue("%DLQ%GcD", 0), 1);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn an_auto_renewed_message_is_hidden_a_minute_and_acked_with_its_first_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    topic(&b, "GcRenew", 1, None);
+    let mut c = plain_client(&b).await;
+    send_n(&mut c, "GcRenew", 1).await;
+    let mut req = receive_req("GcR", "GcRenew", 1, 0);
+    req.auto_renew = true;
+    let (st, msgs) = receive(&mut c, req).await;
+    assert_eq!(st, Code::Ok, "auto_renew needs no invisible duration");
+    assert_eq!(msgs[0].system_properties.as_ref().unwrap().invisible_duration, secs(60));
+    let r = ack(&mut c, "GcR", "GcRenew", &[handle(&msgs[0])]).await;
+    assert_eq!(code(&r.status), Code::Ok);
+    assert_eq!(b.inner.pop.checkpoints(), 0, "acked: nothing left to renew or revive");
     b.stop().await;
 }
