@@ -343,3 +343,24 @@ async fn an_auto_renewed_message_is_hidden_a_minute_and_acked_with_its_first_han
     assert_eq!(b.inner.pop.checkpoints(), 0, "acked: nothing left to renew or revive");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_held_receive_returns_when_a_message_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    topic(&b, "GcHeld", 4, None);
+    let mut c = plain_client(&b).await;
+    // A first receive fixes where the group starts on each queue.
+    let (st, _) = receive(&mut c, receive_req("GcH", "GcHeld", 32, 30)).await;
+    assert_eq!(st, Code::MessageNotFound);
+    let mut held = receive_req("GcH", "GcHeld", 32, 30);
+    held.long_polling_timeout = secs(20);
+    let mut other = c.clone();
+    let started = std::time::Instant::now();
+    let waiting = tokio::spawn(async move { receive(&mut other, held).await });
+    send_n(&mut c, "GcHeld", 1).await;
+    let (st, msgs) = waiting.await.unwrap();
+    assert_eq!((st, msgs.len()), (Code::Ok, 1));
+    assert!(started.elapsed() < Duration::from_secs(10), "woken by the arrival: {:?}", started.elapsed());
+    b.stop().await;
+}
