@@ -12,6 +12,11 @@
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
 //!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
+//!     assign.rs     QueryAssignment: queue -1 (every queue for an orderly group)
+//!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
+//!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
+//!     ack.rs        AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
+//!     renew.rs      auto_renew: handles kept invisible until acked or the client goes
 //!     status.rs     the answer's Status; core refusals -> v2 codes
 //! pb.rs: the messages and service generated from proto/ (build.rs)
 //! ```
@@ -21,9 +26,15 @@
 //! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`. Never the broker, Kafka or
 //! the remoting codec and transport (tests/it/layering.rs checks it).
 
+mod ack;
+mod assign;
+mod consume;
+mod convert;
 mod hash;
 mod listener;
 pub mod pb;
+mod receipt;
+mod renew;
 mod route;
 mod send;
 pub mod service;
@@ -87,6 +98,10 @@ pub struct Grpc {
     /// `host:port` clients are told to connect to (QueryRoute's endpoints).
     advertised: (String, u16),
     clients: settings::Clients,
+    /// Seals the receipt handles this door hands out (a key per process).
+    receipts: receipt::Receipts,
+    /// Handles of `auto_renew` receives the broker keeps invisible for their clients.
+    renewals: renew::Renewals,
     /// Round robin over write queues for messages without a message group.
     round_robin: AtomicUsize,
     /// Telemetry streams opened so far (each stream's id).
@@ -102,6 +117,8 @@ impl Grpc {
             broker,
             advertised,
             clients: settings::Clients::default(),
+            receipts: receipt::Receipts::default(),
+            renewals: renew::Renewals::default(),
             round_robin: AtomicUsize::new(0),
             streams: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
@@ -114,6 +131,7 @@ impl Grpc {
 
     /// Serves gRPC on `listener` until `shutdown`.
     pub async fn serve(self: Arc<Self>, listener: Listener, shutdown: CancellationToken, tracker: TaskTracker) {
+        tracker.spawn(renew::run(self.clone()));
         listener::serve(self, listener, shutdown, tracker).await;
     }
 }

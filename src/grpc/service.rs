@@ -1,9 +1,7 @@
 //! `apache.rocketmq.v2.MessagingService` over [`Grpc`]: every RPC first needs the
 //! `x-mq-client-id` header (CLIENT_ID_REQUIRED in the answer's Status without it), then goes to
 //! its module. RPCs without a handler here answer UNIMPLEMENTED (tonic's default stubs): the
-//! Pull/Offset RPCs and SyncLiteSubscription (as Java 5.3.3), and, until POP consumption lands,
-//! ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
-//! QueryAssignment and RecallMessage.
+//! Pull/Offset RPCs and SyncLiteSubscription (as Java 5.3.3), and RecallMessage.
 //!
 //! May import: `grpc`.
 
@@ -16,7 +14,7 @@ use super::pb::messaging_service_server::MessagingService;
 use super::pb::settings::PubSub;
 use super::pb::*;
 use super::status::{self, Refused};
-use super::{route, send, telemetry, txn, validate, Grpc};
+use super::{ack, assign, consume, route, send, telemetry, txn, validate, Grpc};
 
 /// The header every 5.x SDK sends with its client id.
 pub const CLIENT_ID_HEADER: &str = "x-mq-client-id";
@@ -76,6 +74,63 @@ impl MessagingService for Service {
         }
     }
 
+    async fn query_assignment(
+        &self,
+        req: Request<QueryAssignmentRequest>,
+    ) -> Result<Response<QueryAssignmentResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => assign::query_assignment(&self.0, req.get_ref()),
+            Err(r) => QueryAssignmentResponse { status: Some(r.status()), assignments: Vec::new() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn receive_message(
+        &self,
+        req: Request<ReceiveMessageRequest>,
+    ) -> Result<Response<telemetry::Outbound<ReceiveMessageResponse>>, Status> {
+        use super::pb::receive_message_response::Content;
+        let answers = match client_id(&req) {
+            Ok(id) => {
+                let remaining =
+                    req.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(consume::grpc_timeout);
+                consume::receive(&self.0, &id, req.get_ref(), remaining).await
+            }
+            Err(r) => vec![ReceiveMessageResponse { content: Some(Content::Status(r.status())) }],
+        };
+        Ok(Response::new(Box::pin(futures_util::stream::iter(answers.into_iter().map(Ok)))))
+    }
+
+    async fn ack_message(&self, req: Request<AckMessageRequest>) -> Result<Response<AckMessageResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => ack::ack(&self.0, req.get_ref()).await,
+            Err(r) => AckMessageResponse { status: Some(r.status()), entries: Vec::new() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        req: Request<ChangeInvisibleDurationRequest>,
+    ) -> Result<Response<ChangeInvisibleDurationResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => ack::change_invisible(&self.0, req.get_ref()).await,
+            Err(r) => ChangeInvisibleDurationResponse { status: Some(r.status()), receipt_handle: String::new() },
+        };
+        Ok(Response::new(answer))
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        req: Request<ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Result<Response<ForwardMessageToDeadLetterQueueResponse>, Status> {
+        let answer = match client_id(&req) {
+            Ok(_) => ack::forward_to_dlq(&self.0, req.get_ref()).await,
+            Err(r) => r.status(),
+        };
+        Ok(Response::new(ForwardMessageToDeadLetterQueueResponse { status: Some(answer) }))
+    }
+
     async fn end_transaction(
         &self,
         req: Request<EndTransactionRequest>,
@@ -94,6 +149,7 @@ impl MessagingService for Service {
         let answer = match client_id(&req) {
             Ok(id) => {
                 self.0.clients.remove(&id, None);
+                self.0.renewals.drop_client(&id).await;
                 status::ok()
             }
             Err(r) => r.status(),

@@ -3,7 +3,7 @@
 //! before any Settings is answered UNRECOGNIZED_CLIENT_TYPE (Java throws); Settings without
 //! publishing or subscription end the stream with INVALID_ARGUMENT (a gRPC error, as Java).
 //! The stream ends when the client closes it or the broker shuts down; the client's settings
-//! go with it.
+//! and its auto-renewed messages (`renew.rs`) go with it.
 //!
 //! May import: `grpc`.
 
@@ -61,6 +61,10 @@ pub fn open(g: Arc<Grpc>, client_id: String, mut inbound: Streaming<TelemetryCom
             }
         }
         g.clients.remove(&client_id, Some(stream_id));
+        if g.clients.get(&client_id).is_none() {
+            // Gone (no newer stream): its messages are no longer renewed.
+            g.renewals.drop_client(&client_id).await;
+        }
     });
     Box::pin(futures_util::stream::unfold((rx, stop), |(mut rx, stop)| async move {
         let item = tokio::select! {

@@ -24,7 +24,7 @@ pub const MAX_TRANSACTION_RECOVERY_SECONDS: i64 = 3600;
 pub const MAX_MESSAGES_PER_SEND: usize = 1024;
 
 /// `MessageConst.STRING_HASH_SET`: names the broker writes itself; a client may not set them.
-const SYSTEM_PROPERTY_KEYS: &[&str] = &[
+pub(super) const SYSTEM_PROPERTY_KEYS: &[&str] = &[
     "TRACE_ON",
     "MSG_REGION",
     "KEYS",

@@ -25,10 +25,12 @@
 //! redelivered twice: at least once). Orderly (FIFO) pops (`order.rs`) lock a queue until its
 //! messages are acked or expire, then redeliver from it.
 //!
-//! May import: `model`, `store`, `meta` (through `Core`), `persist`. Never a front end (`broker`, `kafka`,
+//! May import: `model`, `store`, `meta` (through `Core`), `persist`, `filter` (`filter.rs`). Never a front end (`broker`, `kafka`,
 //! `grpc`), a codec (`protocol`) or `remoting`: no wire type here.
 
 pub mod ack;
+pub mod dlq;
+pub mod filter;
 pub mod handle;
 pub mod mode;
 pub mod order;
