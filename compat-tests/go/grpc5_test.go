@@ -3,7 +3,8 @@ package gocompat
 // The official 5.x Go SDK (github.com/apache/rocketmq-clients/golang/v5, gRPC) on the shared
 // broker's gRPC listener, with no proxy: a producer on plaintext and on TLS (one port; the SDK
 // trusts any certificate, so the broker's self-signed one serves), and a FIFO producer. What they
-// sent is read back through the broker's query by key (`ferrocket admin query-msg-by-key`).
+// sent is read back through the broker's query by key (`ferrocket admin query-msg-by-key`). A
+// SimpleConsumer receives and acks, and gets an unacked message again as delivery attempt 2.
 
 import (
 	"context"
@@ -15,9 +16,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 )
 
 // rmq.EnableSsl is the SDK's one switch for every client it dials: the tests that set it run one
@@ -143,5 +146,95 @@ func TestGrpcFifoProducer(t *testing.T) {
 		if len(queues) != 1 {
 			t.Fatalf("message group %s spread over queues %v", g, queues)
 		}
+	}
+}
+
+// receiveBodies receives until every body of want came (acking each when ack); the messages.
+// MESSAGE_NOT_FOUND (a long poll that found nothing) is an empty answer, not an error.
+func receiveBodies(t *testing.T, c rmq.SimpleConsumer, want []string, invisible time.Duration, ack bool) []*rmq.MessageView {
+	t.Helper()
+	var got []*rmq.MessageView
+	seen := map[string]bool{}
+	missing := func() []string {
+		var out []string
+		for _, w := range want {
+			if !seen[w] {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		ms, err := c.Receive(context.Background(), 16, invisible)
+		if rpc, ok := rmq.AsErrRpcStatus(err); ok && rpc.GetCode() == int32(v2.Code_MESSAGE_NOT_FOUND) {
+			continue
+		} else if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		for _, m := range ms {
+			got = append(got, m)
+			seen[string(m.GetBody())] = true
+			if ack {
+				if err := c.Ack(context.Background(), m); err != nil {
+					t.Fatalf("Ack: %v", err)
+				}
+			}
+		}
+	}
+	if m := missing(); len(m) > 0 {
+		t.Fatalf("never received %v (got %d messages)", m, len(got))
+	}
+	return got
+}
+
+func TestGrpcSimpleConsumer(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		name := map[bool]string{false: "plaintext", true: "tls"}[tls]
+		t.Run(name, func(t *testing.T) {
+			e := begin(t)
+			e.topic = strings.ReplaceAll(e.topic, "/", "_")
+			e.group = "GID_" + e.topic
+			e.createTopic(4)
+			p := grpcProducer(t, e.topic, tls)
+			var bodies []string
+			for i := 0; i < 5; i++ {
+				b := fmt.Sprintf("m-%d-%s-%v", i, runID, tls)
+				if _, err := p.Send(context.Background(), goMessage(e.topic, b, b)); err != nil {
+					t.Fatalf("Send: %v", err)
+				}
+				bodies = append(bodies, b)
+			}
+			c, err := rmq.NewSimpleConsumer(&rmq.Config{Endpoint: "127.0.0.1:" + strconv.Itoa(grpcPort), ConsumerGroup: e.group,
+				Credentials: &credentials.SessionCredentials{}},
+				rmq.WithSimpleAwaitDuration(5*time.Second),
+				rmq.WithSimpleSubscriptionExpressions(map[string]*rmq.FilterExpression{e.topic: rmq.SUB_ALL}))
+			if err != nil {
+				t.Fatalf("NewSimpleConsumer: %v", err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			defer func() { _ = c.GracefulStop() }()
+			got := receiveBodies(t, c, bodies, 30*time.Second, true)
+			if len(got) != 5 {
+				t.Fatalf("each message once: got %d", len(got))
+			}
+			for _, m := range got {
+				if m.GetDeliveryAttempt() != 1 {
+					t.Fatalf("delivery attempt %d", m.GetDeliveryAttempt())
+				}
+			}
+			again := "again-" + name + "-" + runID
+			if _, err := p.Send(context.Background(), goMessage(e.topic, again, again)); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			first := receiveBodies(t, c, []string{again}, 10*time.Second, false)[0]
+			back := receiveBodies(t, c, []string{again}, 30*time.Second, true)[0]
+			if first.GetDeliveryAttempt() != 1 || back.GetDeliveryAttempt() != 2 || first.GetMessageId() != back.GetMessageId() {
+				t.Fatalf("attempts %d then %d, ids %s %s", first.GetDeliveryAttempt(), back.GetDeliveryAttempt(),
+					first.GetMessageId(), back.GetMessageId())
+			}
+		})
 	}
 }

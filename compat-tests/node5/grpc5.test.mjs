@@ -1,7 +1,8 @@
 // The official 5.x Node.js SDK (rocketmq-client-nodejs 1.0.8) on ferrocket's gRPC listener, with
 // no proxy: a producer on plaintext and on TLS (one port, the SDK's sslEnabled) and a FIFO
 // producer; what they sent is read back through the broker's query by key
-// (`ferrocket admin query-msg-by-key`). Its own ferrocket standalone (../node/ferrocket.mjs).
+// (`ferrocket admin query-msg-by-key`); a SimpleConsumer on each receives and acks, and gets an
+// unacked message again as delivery attempt 2. Its own ferrocket standalone (../node/ferrocket.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import { format } from 'node:util';
 import { bin, brokerDir, freePort, startFerrocket, stopFerrocket } from '../node/ferrocket.mjs';
 
 const run = Math.random().toString(36).slice(2, 8);
-let broker, endpoints, Producer, passed = 0;
+let broker, endpoints, Producer, SimpleConsumer, passed = 0;
 // The SDK's own logger (egg-logger, one file under $HOME shared by every client) refuses lines
 // after the first client's shutdown closed it: each client logs here instead, printed on failure.
 const clientLog = [];
@@ -25,7 +26,7 @@ before(async () => {
     '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
   { stdio: 'ignore' });
   process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH = join(dir, 'cert.pem');
-  ({ Producer } = await import('rocketmq-client-nodejs'));
+  ({ Producer, SimpleConsumer } = await import('rocketmq-client-nodejs'));
   const grpc = await freePort();
   broker = await startFerrocket(dir, {
     cluster: 'Js5Cluster', broker: 'js5-a', waitPorts: [grpc],
@@ -35,8 +36,8 @@ before(async () => {
 });
 
 after(async () => {
-  if (passed !== 3) console.log(`---- the SDK's log ----\n${clientLog.slice(-60).join('\n')}`);
-  await stopFerrocket(broker, passed === 3);
+  if (passed !== 5) console.log(`---- the SDK's log ----\n${clientLog.slice(-60).join('\n')}`);
+  await stopFerrocket(broker, passed === 5);
 });
 
 const admin = (...args) => execFileSync(bin, ['admin', '-n', broker.ns, ...args], { encoding: 'utf8', timeout: 60000 });
@@ -120,3 +121,47 @@ test('a FIFO producer keeps each message group on one queue', async () => {
   }
   passed++;
 });
+
+/** Receives until every body of `want` came (acking each when `ack`); the messages. */
+async function receive(c, want, invisibleMs, ack) {
+  const got = [];
+  const seen = new Set();
+  const deadline = Date.now() + 60000;
+  while (![...want].every((b) => seen.has(b)) && Date.now() < deadline) {
+    for (const m of await c.receive(16, invisibleMs)) {
+      got.push(m);
+      seen.add(m.body.toString());
+      if (ack) await c.ack(m);
+    }
+  }
+  assert.ok([...want].every((b) => seen.has(b)), `received ${[...seen]}, wanted ${[...want]}`);
+  return got;
+}
+
+for (const ssl of [false, true]) {
+  test(`a simple consumer on ${ssl ? 'TLS' : 'plaintext'} receives, acks and gets an unacked message again`, async () => {
+    const topic = await createTopic('node5-recv');
+    const p = await producer(topic, ssl);
+    const bodies = new Set([0, 1, 2, 3, 4].map((i) => `m-${i}-${Math.random().toString(36).slice(2, 8)}`));
+    const c = new SimpleConsumer({
+      endpoints, sslEnabled: ssl, logger, requestTimeout: 10000, awaitDuration: 5000,
+      consumerGroup: `node5-g-${Math.random().toString(36).slice(2, 8)}`, subscriptions: new Map([[topic, '*']]),
+    });
+    try {
+      for (const b of bodies) await p.send({ topic, tag: 'node5', keys: [b], body: Buffer.from(b) });
+      await c.startup();
+      const got = await receive(c, bodies, 30000, true);
+      assert.deepEqual(got.map((m) => m.body.toString()).sort(), [...bodies].sort(), 'each message once');
+      assert.ok(got.every((m) => m.deliveryAttempt === 1));
+      await p.send({ topic, tag: 'node5', keys: ['again'], body: Buffer.from('again') });
+      const [first] = await receive(c, new Set(['again']), 10000, false);
+      const [back] = await receive(c, new Set(['again']), 30000, true);
+      assert.deepEqual([first.deliveryAttempt, back.deliveryAttempt], [1, 2]);
+      assert.equal(first.messageId, back.messageId);
+    } finally {
+      await c.shutdown();
+      await p.shutdown();
+    }
+    passed++;
+  });
+}

@@ -1,6 +1,7 @@
 """The official 5.x Python SDK (rocketmq-python-client 5.1.2) on ferrocket's gRPC listener, with
-no proxy: a producer on plaintext and on TLS (one port) and a FIFO producer; what they sent is
-read back through the broker's query by key (`ferrocket admin query-msg-by-key`).
+no proxy: a producer on plaintext and on TLS (one port) and a FIFO producer, what they sent
+read back through the broker's query by key (`ferrocket admin query-msg-by-key`); a SimpleConsumer
+receiving, acking, and getting an unacked message again as delivery attempt 2.
 """
 
 import re
@@ -8,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from rocketmq import ClientConfiguration, Credentials, Message, Producer
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
 
 
 def topic(ferrocket, base, *attrs):
@@ -80,3 +81,48 @@ def test_a_fifo_producer_keeps_each_message_group_on_one_queue(ferrocket):
     for g, keys in sent.items():
         queues = {stored(ferrocket, name, k)[0] for k in keys}
         assert len(queues) == 1, f"message group {g} spread over queues {queues}"
+
+
+def consumer(ferrocket, group, name, tls):
+    c = SimpleConsumer(ClientConfiguration(ferrocket.grpc, Credentials(), request_timeout=10), group,
+                       {name: FilterExpression("*")}, await_duration=5, tls_enable=tls)
+    c.startup()
+    return c
+
+
+def receive(c, want, invisible_s, ack):
+    """Receives until every body of `want` came (acking each when `ack`); the messages."""
+    got, seen = [], set()
+    deadline = time.monotonic() + 60
+    while not want <= seen and time.monotonic() < deadline:
+        for m in c.receive(16, invisible_s):
+            got.append(m)
+            seen.add(m.body.decode())
+            if ack:
+                c.ack(m)
+    assert want <= seen, f"received {seen}, wanted {want}"
+    return got
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plaintext", "tls"])
+def test_a_simple_consumer_receives_acks_and_gets_an_unacked_message_again(ferrocket, tls):
+    name = topic(ferrocket, "py5-recv")
+    p = producer(ferrocket, name, tls)
+    try:
+        bodies = {f"m-{i}-{uuid.uuid4().hex[:6]}" for i in range(5)}
+        for b in bodies:
+            p.send(message(name, b.encode(), b))
+        c = consumer(ferrocket, f"py5-g-{uuid.uuid4().hex[:8]}", name, tls)
+        try:
+            got = receive(c, bodies, 30, True)
+            assert sorted(m.body.decode() for m in got) == sorted(bodies), "each message once"
+            assert all(m.delivery_attempt == 1 for m in got)
+            p.send(message(name, b"again", "again"))
+            first = receive(c, {"again"}, 10, False)[0]
+            back = receive(c, {"again"}, 30, True)[0]
+            assert (first.delivery_attempt, back.delivery_attempt) == (1, 2)
+            assert first.message_id == back.message_id
+        finally:
+            c.shutdown()
+    finally:
+        p.shutdown()
