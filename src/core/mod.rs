@@ -206,6 +206,16 @@ impl Core {
     pub fn is_system_topic(&self, topic: &str) -> bool {
         crate::meta::names::is_system_topic(&self.config, topic)
     }
+
+    /// Messages a POP (remoting or gRPC) handed to `group`: the broker statistics (`statsAll`'s
+    /// consumed counts) and `rocketmq_messages_out_total` / `throughput_out` under `protocol`.
+    pub fn count_popped(&self, protocol: Protocol, group: &str, topic: &str, count: u64, bytes: u64) {
+        let system = self.is_system_topic(topic);
+        self.stats.pulled(group, topic, count, bytes, system);
+        if let Some(node) = self.metrics.as_deref().filter(|_| count > 0) {
+            crate::telemetry::messages_out(node, protocol, topic, group, system, count, bytes);
+        }
+    }
 }
 
 #[cfg(test)]

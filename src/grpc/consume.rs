@@ -215,7 +215,7 @@ fn messages(
             }
         }
     }
-    g.core.stats.pulled(group, topic, count, bytes, g.core.is_system_topic(topic));
+    g.core.count_popped(crate::telemetry::Protocol::Grpc, group, topic, count, bytes);
     (out, sealed)
 }
 

@@ -345,28 +345,3 @@ async fn admin_update_topic_sets_the_message_type() {
     assert!(route.message_queues.iter().all(|q| q.accept_message_types == vec![MessageType::Delay as i32]));
     b.stop().await;
 }
-
-/// gRPC traffic is counted under its own door: `protocol="grpc"` in the message metrics.
-#[tokio::test]
-async fn grpc_sends_are_counted_as_grpc_traffic() {
-    let dir = tempfile::tempdir().unwrap();
-    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let b = grpc_broker(dir.path(), |c| {
-        c.metrics_prom_exporter_host = "127.0.0.1".into();
-        c.metrics_prom_exporter_port = metrics_port;
-        c.broker_cluster_name = "GrpcMetrics".into();
-    })
-    .await;
-    topic(&b, "GrpcCounted", 2, None);
-    let mut c = plain_client(&b).await;
-    let r =
-        send(&mut c, vec![message("GrpcCounted", "counted-1", b"one"), message("GrpcCounted", "counted-2", b"two")])
-            .await;
-    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
-    let text = super::metrics::http_get(metrics_port, "/metrics").await;
-    let labels = [("cluster", "GrpcMetrics"), ("topic", "GrpcCounted"), ("protocol", "grpc")];
-    assert_eq!(super::metrics::sample(&text, "rocketmq_messages_in_total", &labels), Some(2.0), "{text}");
-    let remoting = [("topic", "GrpcCounted"), ("protocol", "remoting")];
-    assert_eq!(super::metrics::sample(&text, "rocketmq_messages_in_total", &remoting), None);
-    b.stop().await;
-}

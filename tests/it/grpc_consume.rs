@@ -364,3 +364,33 @@ async fn a_held_receive_returns_when_a_message_arrives() {
     assert!(started.elapsed() < Duration::from_secs(10), "woken by the arrival: {:?}", started.elapsed());
     b.stop().await;
 }
+
+/// gRPC traffic is counted under its own door: `protocol="grpc"` in the message metrics, in
+/// (SendMessage) and out (ReceiveMessage), never as remoting.
+#[tokio::test]
+async fn grpc_traffic_is_counted_as_grpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = grpc_broker(dir.path(), |c| {
+        c.metrics_prom_exporter_host = "127.0.0.1".into();
+        c.metrics_prom_exporter_port = metrics_port;
+        c.broker_cluster_name = "GrpcMetrics".into();
+    })
+    .await;
+    topic(&b, "GrpcCounted", 2, None);
+    let mut c = plain_client(&b).await;
+    send_n(&mut c, "GrpcCounted", 2).await;
+    let (st, msgs) = receive(&mut c, receive_req("GrpcCountedGroup", "GrpcCounted", 32, 30)).await;
+    assert_eq!((st, msgs.len()), (Code::Ok, 2));
+    let text = super::metrics::http_get(metrics_port, "/metrics").await;
+    let get = |name: &str, more: &[(&str, &str)]| {
+        let labels: Vec<_> =
+            [("cluster", "GrpcMetrics"), ("topic", "GrpcCounted")].into_iter().chain(more.iter().copied()).collect();
+        super::metrics::sample(&text, name, &labels)
+    };
+    assert_eq!(get("rocketmq_messages_in_total", &[("protocol", "grpc")]), Some(2.0), "{text}");
+    let out = [("protocol", "grpc"), ("consumer_group", "GrpcCountedGroup")];
+    assert_eq!(get("rocketmq_messages_out_total", &out), Some(2.0), "{text}");
+    assert_eq!(get("rocketmq_messages_in_total", &[("protocol", "remoting")]), None);
+    b.stop().await;
+}

@@ -280,3 +280,27 @@ async fn an_orderly_pop_locks_its_queue_and_redelivers_from_it() {
     assert_eq!(call_addr(&c, &b.addr, q).await.ext_fields["offset"], "2");
     b.stop().await;
 }
+
+/// Popped messages are counted out under the remoting door (`rocketmq_messages_out_total`).
+#[tokio::test]
+async fn popped_messages_are_counted_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let b = start_broker(dir.path(), |c| {
+        c.metrics_prom_exporter_host = "127.0.0.1".into();
+        c.metrics_prom_exporter_port = metrics_port;
+        c.broker_cluster_name = "PopMetrics".into();
+    })
+    .await;
+    let c = client();
+    for body in [b"one".as_slice(), b"two", b"three"] {
+        assert_eq!(call_addr(&c, &b.addr, send("POPM", 0, body, "A")).await.response_code(), ResponseCode::SUCCESS);
+    }
+    wait_max_offset(&c, &b.addr, "POPM", 0, 3).await;
+    let r = call_addr(&c, &b.addr, pop("PMG", "POPM", -1, 32, 30_000, 0)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let text = super::metrics::http_get(metrics_port, "/metrics").await;
+    let labels = [("cluster", "PopMetrics"), ("topic", "POPM"), ("protocol", "remoting"), ("consumer_group", "PMG")];
+    assert_eq!(super::metrics::sample(&text, "rocketmq_messages_out_total", &labels), Some(3.0), "{text}");
+    b.stop().await;
+}

@@ -131,7 +131,7 @@ fn response(b: &BrokerInner, req: &RemotingCommand, h: &PopMessageRequestHeader,
         order_count_info: (!counts.is_empty()).then(|| counts.join(";")),
     }
     .encode(&mut resp.ext_fields);
-    b.stats.pulled(&h.consumer_group, &h.topic, count, bytes, b.is_system_topic(&h.topic));
+    b.count_popped(crate::telemetry::Protocol::Remoting, &h.consumer_group, &h.topic, count, bytes);
     resp
 }
 
