@@ -69,9 +69,17 @@ pub fn invisible_time(ms: i64, min: i64) -> Result<i64, Refused> {
     Ok(ms)
 }
 
-/// How long to hold the pop: the asked time within 5..20 s, and within the call's deadline.
+/// The SDKs' default request timeout (Java, Go, Python, Node.js: 3 s): a receive that names no
+/// long-polling time is held for what is left of its call less half of it, as the Java proxy does
+/// with the client's own `request_timeout`.
+const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long to hold the pop: the asked time within 5..20 s, and within the call's deadline. A
+/// request without one (the Go SDK sends none) gets the deadline less half a request timeout, so
+/// the answer comes before the client gives up.
 pub fn polling_time(asked: Option<&prost_types::Duration>, remaining: Option<Duration>) -> Result<Duration, Refused> {
-    let asked = asked.map_or(MAX_POLL, |d| Duration::from_millis(convert::duration_ms(d).max(0) as u64));
+    let unasked = remaining.map_or(MAX_POLL, |left| left.saturating_sub(CLIENT_REQUEST_TIMEOUT / 2));
+    let asked = asked.map_or(unasked, |d| Duration::from_millis(convert::duration_ms(d).max(0) as u64));
     let poll = asked.clamp(MIN_POLL, MAX_POLL);
     match remaining {
         Some(left) if poll > left && left >= MIN_POLL => Ok(left),
@@ -253,6 +261,10 @@ mod tests {
         assert_eq!(polling_time(Some(&d(1)), None).unwrap(), MIN_POLL);
         assert_eq!(polling_time(Some(&d(60)), None).unwrap(), MAX_POLL);
         assert_eq!(polling_time(Some(&d(15)), Some(Duration::from_secs(8))).unwrap(), Duration::from_secs(8));
+        // The Go SDK asks no polling time; its call has await (5 s) + request timeout (3 s).
+        assert_eq!(polling_time(None, Some(Duration::from_secs(8))).unwrap(), Duration::from_millis(6_500));
+        assert_eq!(polling_time(None, Some(Duration::from_secs(60))).unwrap(), MAX_POLL);
+        assert_eq!(polling_time(None, None).unwrap(), MAX_POLL);
         assert_eq!(
             polling_time(Some(&d(15)), Some(Duration::from_secs(2))).unwrap_err().code,
             Code::IllegalPollingTime
