@@ -1,15 +1,19 @@
 """The official 5.x Python SDK (rocketmq-python-client 5.1.2) on ferrocket's gRPC listener, with
 no proxy: a producer on plaintext and on TLS (one port) and a FIFO producer, what they sent
 read back through the broker's query by key (`ferrocket admin query-msg-by-key`); a SimpleConsumer
-receiving, acking, and getting an unacked message again as delivery attempt 2.
+receiving, acking, and getting an unacked message again as delivery attempt 2; bodies whose
+CRC32 starts with a zero digit; a PushConsumer consuming every message once.
 """
 
 import re
+import threading
 import time
 import uuid
+import zlib
 
 import pytest
-from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
+from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message, MessageListener, Producer,
+                      PushConsumer, SimpleConsumer)
 
 
 def topic(ferrocket, base, *attrs):
@@ -126,3 +130,67 @@ def test_a_simple_consumer_receives_acks_and_gets_an_unacked_message_again(ferro
             c.shutdown()
     finally:
         p.shutdown()
+
+
+def test_bodies_whose_crc32_starts_with_a_zero_digit_arrive(ferrocket):
+    """The SDK checks the body digest and drops a message whose digest it finds wrong; a CRC32
+    below 0x10000000 written without zero padding was one (one message in 16). The broker sends
+    MD5, as the Java proxy does."""
+    name = topic(ferrocket, "py5-digest")
+    bodies = set()
+    i = 0
+    while len(bodies) < 4:
+        b = f"digest-{i}"
+        if zlib.crc32(b.encode()) < 0x10000000:
+            bodies.add(b)
+        i += 1
+    p = producer(ferrocket, name, False)
+    try:
+        for b in bodies:
+            p.send(message(name, b.encode(), b))
+    finally:
+        p.shutdown()
+    c = consumer(ferrocket, f"py5-g-{uuid.uuid4().hex[:8]}", name, False)
+    try:
+        got = receive(c, bodies, 30, True)
+        assert sorted(m.body.decode() for m in got) == sorted(bodies)
+    finally:
+        c.shutdown()
+
+
+class Recorder(MessageListener):
+    def __init__(self):
+        self.seen = {}
+        self.lock = threading.Lock()
+
+    def consume(self, m):
+        with self.lock:
+            self.seen[m.body.decode()] = self.seen.get(m.body.decode(), 0) + 1
+        return ConsumeResult.SUCCESS
+
+
+def test_a_push_consumer_consumes_every_message_once(ferrocket):
+    name = topic(ferrocket, "py5-push")
+    listener = Recorder()
+    c = PushConsumer(ClientConfiguration(ferrocket.grpc, Credentials(), request_timeout=10),
+                     f"py5-push-g-{uuid.uuid4().hex[:8]}", listener, {name: FilterExpression("*")})
+    c.startup()
+    try:
+        p = producer(ferrocket, name, False)
+        try:
+            bodies = {f"push-{i}" for i in range(40)}
+            for b in bodies:
+                p.send(message(name, b.encode(), b))
+        finally:
+            p.shutdown()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with listener.lock:
+                if bodies <= set(listener.seen):
+                    break
+            time.sleep(0.1)
+        with listener.lock:
+            assert bodies <= set(listener.seen), f"missing {sorted(bodies - set(listener.seen))}"
+            assert all(n == 1 for n in listener.seen.values()), listener.seen
+    finally:
+        c.shutdown()

@@ -1,7 +1,7 @@
 //! A popped record as the v2 `Message` a 5.x SDK receives (Java's `GrpcConverter.buildMessage`):
 //! user properties are those the broker does not own; the system properties carry the tag,
-//! keys, message id, a body digest the SDK verifies (CRC32 here, upper-case hex as the SDK's
-//! `crc32CheckSum`), the type, born/store time and host, delivery time, message group, the
+//! keys, message id, a body digest the SDK verifies (MD5 in upper-case hex, as the Java proxy
+//! sends), the type, born/store time and host, delivery time, message group, the
 //! receipt handle, queue id and offset, the invisible duration and the delivery attempt
 //! (reconsumeTimes + 1).
 //!
@@ -63,10 +63,7 @@ pub fn message(stored: &[u8], topic: &str, receipt: String, invisible_ms: i64) -
         tag,
         keys,
         message_id,
-        body_digest: Some(Digest {
-            r#type: DigestType::Crc32 as i32,
-            checksum: format!("{:X}", crc32fast::hash(&m.body)),
-        }),
+        body_digest: Some(body_digest(&m.body)),
         body_encoding: encoding as i32,
         message_type: message_type as i32,
         born_timestamp: Some(millis(m.born_timestamp)),
@@ -98,6 +95,17 @@ pub fn message(stored: &[u8], topic: &str, receipt: String, invisible_ms: i64) -
     })
 }
 
+/// The body's MD5 in upper-case hex, as the Java proxy sends it (`BinaryUtil.generateMd5`), which
+/// every SDK checks alike. A CRC32 is not: the Python SDK 5.1.2 compares against 8 zero-padded
+/// hex digits and discards a message whose checksum differs as corrupted (one in 16 of them,
+/// with an unpadded checksum).
+fn body_digest(body: &[u8]) -> Digest {
+    use md5::Digest as _;
+    let sum = md5::Md5::digest(body);
+    let checksum = sum.iter().map(|b| format!("{b:02X}")).collect();
+    Digest { r#type: DigestType::Md5 as i32, checksum }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +115,10 @@ mod tests {
         assert_eq!(millis(1_500), Timestamp { seconds: 1, nanos: 500_000_000 });
         assert_eq!(duration_ms(&duration(12_345)), 12_345);
         assert_eq!(duration_ms(&Duration { seconds: i64::MAX, nanos: 0 }), i64::MAX);
-        assert_eq!(format!("{:X}", crc32fast::hash(b"123456789")), "CBF43926");
+        // Java's BinaryUtil.generateMd5("123456789".getBytes()).
+        assert_eq!(body_digest(b"123456789").checksum, "25F9E794323B453885F5181F1B624D0B");
+        assert_eq!(body_digest(b"123456789").r#type, DigestType::Md5 as i32);
+        // The empty body (CRC32 0): 32 hex digits all the same.
+        assert_eq!(body_digest(b"").checksum, "D41D8CD98F00B204E9800998ECF8427E");
     }
 }
