@@ -416,7 +416,10 @@ impl Broker {
         inner.closing.cancel();
         register::unregister_all(&inner).await;
         tracker.close();
-        tracker.wait().await;
+        // A task that does not end keeps the broker from stopping: say which kind is left.
+        while tokio::time::timeout(Duration::from_secs(5), tracker.wait()).await.is_err() {
+            warn!(tasks = tracker.len(), "broker stopping: still waiting for tasks to end");
+        }
         let files = inner.clone();
         let _ = tokio::task::spawn_blocking(move || housekeeping::persist_all(&files)).await;
         let store = inner.store.clone();
