@@ -26,9 +26,6 @@ use crate::core::pop::{self, Handle, PopError, PopRequest, Popped, TopicMark};
 use crate::model::group::SubscriptionGroupConfig;
 use crate::model::perm;
 
-/// `grpcClientConsumerMinLongPollingTimeoutMillis`, `...Max...`.
-pub const MIN_POLL: Duration = Duration::from_secs(5);
-pub const MAX_POLL: Duration = Duration::from_secs(20);
 /// `minInvisibleTimeMillsForRecv`, `maxInvisibleTimeMills`, `defaultInvisibleTimeMills`.
 pub const MIN_INVISIBLE_MS: i64 = 10_000;
 pub const MAX_INVISIBLE_MS: i64 = pop::MAX_INVISIBLE_MS;
@@ -74,15 +71,19 @@ pub fn invisible_time(ms: i64, min: i64) -> Result<i64, Refused> {
 /// with the client's own `request_timeout`.
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// How long to hold the pop: the asked time within 5..20 s, and within the call's deadline. A
-/// request without one (the Go SDK sends none) gets the deadline less half a request timeout, so
-/// the answer comes before the client gives up.
-pub fn polling_time(asked: Option<&prost_types::Duration>, remaining: Option<Duration>) -> Result<Duration, Refused> {
-    let unasked = remaining.map_or(MAX_POLL, |left| left.saturating_sub(CLIENT_REQUEST_TIMEOUT / 2));
+/// How long to hold the pop: the asked time within `(min, max)` (5..20 s by default), and
+/// within the call's deadline. A request without one (the Go SDK sends none) gets the deadline
+/// less half a request timeout, so the answer comes before the client gives up.
+pub fn polling_time(
+    asked: Option<&prost_types::Duration>,
+    remaining: Option<Duration>,
+    (min, max): (Duration, Duration),
+) -> Result<Duration, Refused> {
+    let unasked = remaining.map_or(max, |left| left.saturating_sub(CLIENT_REQUEST_TIMEOUT / 2));
     let asked = asked.map_or(unasked, |d| Duration::from_millis(convert::duration_ms(d).max(0) as u64));
-    let poll = asked.clamp(MIN_POLL, MAX_POLL);
+    let poll = asked.clamp(min, max);
     match remaining {
-        Some(left) if poll > left && left >= MIN_POLL => Ok(left),
+        Some(left) if poll > left && left >= min => Ok(left),
         Some(left) if poll > left => Err(Refused::new(
             Code::IllegalPollingTime,
             "The deadline time remaining is not enough for polling, please check network condition",
@@ -98,7 +99,7 @@ async fn try_receive(
     remaining: Option<Duration>,
 ) -> Result<Vec<ReceiveMessageResponse>, Refused> {
     let core = &g.core;
-    let poll = polling_time(req.long_polling_timeout.as_ref(), remaining)?;
+    let poll = polling_time(req.long_polling_timeout.as_ref(), remaining, core.config.grpc_long_polling())?;
     let topic = validate::topic(&core.config, req.message_queue.as_ref().and_then(|q| q.topic.as_ref()))?;
     let group = validate::group(req.group.as_ref())?;
     let invisible_ms = if req.auto_renew {
@@ -249,6 +250,9 @@ pub fn grpc_timeout(value: &str) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    /// `grpcClientConsumerMinLongPollingTimeoutMillis`, `...Max...` by default.
+    const POLL: (Duration, Duration) = (Duration::from_secs(5), Duration::from_secs(20));
+
     #[test]
     fn bounds_as_the_proxy() {
         assert_eq!(invisible_time(9_999, MIN_INVISIBLE_MS).unwrap_err().code, Code::IllegalInvisibleTime);
@@ -258,15 +262,15 @@ mod tests {
         );
         assert_eq!(invisible_time(10_000, MIN_INVISIBLE_MS).unwrap(), 10_000);
         let d = |s| prost_types::Duration { seconds: s, nanos: 0 };
-        assert_eq!(polling_time(Some(&d(1)), None).unwrap(), MIN_POLL);
-        assert_eq!(polling_time(Some(&d(60)), None).unwrap(), MAX_POLL);
-        assert_eq!(polling_time(Some(&d(15)), Some(Duration::from_secs(8))).unwrap(), Duration::from_secs(8));
+        assert_eq!(polling_time(Some(&d(1)), None, POLL).unwrap(), POLL.0);
+        assert_eq!(polling_time(Some(&d(60)), None, POLL).unwrap(), POLL.1);
+        assert_eq!(polling_time(Some(&d(15)), Some(Duration::from_secs(8)), POLL).unwrap(), Duration::from_secs(8));
         // The Go SDK asks no polling time; its call has await (5 s) + request timeout (3 s).
-        assert_eq!(polling_time(None, Some(Duration::from_secs(8))).unwrap(), Duration::from_millis(6_500));
-        assert_eq!(polling_time(None, Some(Duration::from_secs(60))).unwrap(), MAX_POLL);
-        assert_eq!(polling_time(None, None).unwrap(), MAX_POLL);
+        assert_eq!(polling_time(None, Some(Duration::from_secs(8)), POLL).unwrap(), Duration::from_millis(6_500));
+        assert_eq!(polling_time(None, Some(Duration::from_secs(60)), POLL).unwrap(), POLL.1);
+        assert_eq!(polling_time(None, None, POLL).unwrap(), POLL.1);
         assert_eq!(
-            polling_time(Some(&d(15)), Some(Duration::from_secs(2))).unwrap_err().code,
+            polling_time(Some(&d(15)), Some(Duration::from_secs(2)), POLL).unwrap_err().code,
             Code::IllegalPollingTime
         );
         assert_eq!(grpc_timeout("2999m"), Some(Duration::from_millis(2999)));

@@ -23,9 +23,8 @@ use crate::model::group::SubscriptionGroupConfig;
 pub const MAX_CLIENTS: usize = 10_000;
 /// Topics a producer may declare in its settings.
 pub const MAX_PUBLISHING_TOPICS: usize = 1024;
-/// `grpcClientConsumerLongPollingBatchSize`, `grpcClientConsumerMaxLongPollingTimeoutMillis`.
+/// `grpcClientConsumerLongPollingBatchSize`.
 const RECEIVE_BATCH: i32 = 32;
-const LONG_POLLING_MS: i64 = 20_000;
 /// `CustomizedRetryPolicy`'s default steps, in ms.
 const DEFAULT_BACKOFF_MS: [i64; 18] = [
     1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000, 480_000, 540_000,
@@ -101,7 +100,8 @@ pub fn merged(core: &Core, raw: &Settings) -> Settings {
             let group = sub.group.as_ref().map_or("", |g| g.name.as_str());
             let config = core.groups.get(group).unwrap_or_else(|| SubscriptionGroupConfig::named(group));
             sub.receive_batch_size = Some(RECEIVE_BATCH);
-            sub.long_polling_timeout = Some(millis(LONG_POLLING_MS));
+            let max_poll = core.config.grpc_long_polling().1;
+            sub.long_polling_timeout = Some(millis(i64::try_from(max_poll.as_millis()).unwrap_or(i64::MAX)));
             sub.fifo = Some(config.consume_message_orderly);
             s.backoff_policy = Some(RetryPolicy {
                 max_attempts: config.retry_max_times.saturating_add(1),

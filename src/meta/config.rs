@@ -6,6 +6,7 @@
 //! in docs/architecture.md.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tracing::{info, warn};
 
@@ -165,6 +166,10 @@ config_struct! {
         /// proxy's `grpcServerPort`, 8081 there); 0: off, so a broker opens no port it did not
         /// before. Masters only; TLS and plaintext on the one port as `tls.server.mode` says.
         grpc_listen_port: u16 = 0 => "grpcListenPort",
+        /// The Java proxy's bounds on a ReceiveMessage's long poll; the maximum is the
+        /// `long_polling_timeout` the SDKs are given in their Settings.
+        grpc_client_consumer_min_long_polling_timeout_millis: u64 = 5_000 => "grpcClientConsumerMinLongPollingTimeoutMillis",
+        grpc_client_consumer_max_long_polling_timeout_millis: u64 = 20_000 => "grpcClientConsumerMaxLongPollingTimeoutMillis",
         /// `host:port` Kafka clients are told to connect to (default brokerIP1:kafkaListenPort).
         kafka_advertised_address: String = String::new() => "kafkaAdvertisedAddress",
         /// Kafka `num.partitions`: queues of a topic a Kafka client auto-creates.
@@ -324,6 +329,10 @@ impl BrokerConfig {
                 "aclEnable=true reads <rocketmqHome>/conf/plain_acl.yml: set rocketmqHome (or ROCKETMQ_HOME)",
             );
         }
+        let (min_poll, max_poll) = self.grpc_long_polling();
+        if min_poll > max_poll || max_poll > Duration::from_secs(60) {
+            return refuse("grpcClientConsumerMaxLongPollingTimeoutMillis", "must be between the minimum and 60000");
+        }
         if self.store_path_commit_log.contains(',') {
             return refuse("storePathCommitLog", "several CommitLog directories are not supported yet");
         }
@@ -346,39 +355,6 @@ impl BrokerConfig {
             return refuse("namesrvAddr", "expected host:port[;host:port]");
         }
         Ok(())
-    }
-
-    /// `messageDelayLevel` in ms, level 1 first: blank-separated numbers with a unit s, m, h or d.
-    pub fn delay_levels(&self) -> Result<Vec<i64>, String> {
-        let levels = self
-            .message_delay_level
-            .split_whitespace()
-            .map(|item| {
-                let (num, unit) = item.split_at(item.len().saturating_sub(1));
-                let factor = match unit {
-                    "s" => 1000,
-                    "m" => 60_000,
-                    "h" => 3_600_000,
-                    "d" => 86_400_000,
-                    _ => return Err(format!("'{item}' needs a unit s, m, h or d")),
-                };
-                num.parse::<i64>().map(|n| n * factor).map_err(|_| format!("'{item}' is not a number with a unit"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        if levels.is_empty() {
-            return Err("at least one delay level is needed".into());
-        }
-        Ok(levels)
-    }
-
-    /// `MessageStoreConfig.setTimerPrecisionMs`: the precision snapped to 100, 200, 500 or 1000.
-    pub fn timer_precision(&self) -> i64 {
-        match self.timer_precision_ms {
-            v if v < 200 => 100,
-            v if v < 500 => 200,
-            v if v < 1000 => 500,
-            _ => 1000,
-        }
     }
 
     pub fn is_slave(&self) -> bool {

@@ -1,4 +1,5 @@
-//! The store's settings derived from `broker.conf` ([`BrokerConfig::store_config`]).
+//! Settings derived from `broker.conf`: the store's ([`BrokerConfig::store_config`]), the delay
+//! levels, the timer's precision and the gRPC long-polling bounds.
 //!
 //! May import: what `meta/config.rs` may.
 
@@ -59,5 +60,47 @@ impl BrokerConfig {
             compaction_interval: ms(self.compaction_schedule_internal.max(1)),
             max_offset_map_size: self.max_offset_map_size,
         }
+    }
+
+    /// `messageDelayLevel` in ms, level 1 first: blank-separated numbers with a unit s, m, h or d.
+    pub fn delay_levels(&self) -> Result<Vec<i64>, String> {
+        let levels = self
+            .message_delay_level
+            .split_whitespace()
+            .map(|item| {
+                let (num, unit) = item.split_at(item.len().saturating_sub(1));
+                let factor = match unit {
+                    "s" => 1000,
+                    "m" => 60_000,
+                    "h" => 3_600_000,
+                    "d" => 86_400_000,
+                    _ => return Err(format!("'{item}' needs a unit s, m, h or d")),
+                };
+                num.parse::<i64>().map(|n| n * factor).map_err(|_| format!("'{item}' is not a number with a unit"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if levels.is_empty() {
+            return Err("at least one delay level is needed".into());
+        }
+        Ok(levels)
+    }
+
+    /// `MessageStoreConfig.setTimerPrecisionMs`: the precision snapped to 100, 200, 500 or 1000.
+    pub fn timer_precision(&self) -> i64 {
+        match self.timer_precision_ms {
+            v if v < 200 => 100,
+            v if v < 500 => 200,
+            v if v < 1000 => 500,
+            _ => 1000,
+        }
+    }
+
+    /// `grpcClientConsumerMin|MaxLongPollingTimeoutMillis`.
+    pub fn grpc_long_polling(&self) -> (Duration, Duration) {
+        let ms = Duration::from_millis;
+        (
+            ms(self.grpc_client_consumer_min_long_polling_timeout_millis),
+            ms(self.grpc_client_consumer_max_long_polling_timeout_millis),
+        )
     }
 }

@@ -22,6 +22,8 @@ fn java_keys_load_and_refusals_name_the_key() {
         ("authenticationEnabled=true\n", "authenticationEnabled"),
         ("listenPort=x\n", "listenPort"),
         ("flushDiskType=FAST\n", "flushDiskType"),
+        ("grpcClientConsumerMaxLongPollingTimeoutMillis=60001\n", "grpcClientConsumerMaxLongPollingTimeoutMillis"),
+        ("grpcClientConsumerMinLongPollingTimeoutMillis=30000\n", "grpcClientConsumerMaxLongPollingTimeoutMillis"),
     ] {
         std::fs::write(&path, text).unwrap();
         let err = BrokerConfig::load(Some(&path), None).unwrap_err().to_string();

@@ -345,3 +345,54 @@ async fn admin_update_topic_sets_the_message_type() {
     assert!(route.message_queues.iter().all(|q| q.accept_message_types == vec![MessageType::Delay as i32]));
     b.stop().await;
 }
+
+/// `grpcClientConsumerMin|MaxLongPollingTimeoutMillis`: the maximum is what a consumer's Settings
+/// say, and no receive is held longer, whatever it asks.
+#[tokio::test]
+async fn the_long_polling_bounds_are_the_proxys_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |c| {
+        c.grpc_client_consumer_min_long_polling_timeout_millis = 1_000;
+        c.grpc_client_consumer_max_long_polling_timeout_millis = 2_000;
+    })
+    .await;
+    topic(&b, "GrpcPollBounds", 1, None);
+    let mut c = plain_client(&b).await;
+    let (tx, rx) = tokio::sync::mpsc::channel::<TelemetryCommand>(4);
+    let inbound = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    let mut answers = c.telemetry(with_id(inbound)).await.expect("telemetry opens").into_inner();
+    let subscribing = Settings {
+        client_type: Some(ClientType::SimpleConsumer as i32),
+        pub_sub: Some(settings::PubSub::Subscription(Subscription {
+            group: resource("GrpcPollBoundsG"),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    tx.send(TelemetryCommand { status: None, command: Some(telemetry_command::Command::Settings(subscribing)) })
+        .await
+        .unwrap();
+    let a = answers.message().await.unwrap().expect("settings answered");
+    let Some(telemetry_command::Command::Settings(s)) = a.command else { panic!("{a:?}") };
+    let Some(settings::PubSub::Subscription(sub)) = s.pub_sub else { panic!("{s:?}") };
+    assert_eq!(sub.long_polling_timeout, Some(prost_types::Duration { seconds: 2, nanos: 0 }));
+
+    let req = ReceiveMessageRequest {
+        group: resource("GrpcPollBoundsG"),
+        message_queue: Some(MessageQueue { topic: resource("GrpcPollBounds"), id: -1, ..Default::default() }),
+        filter_expression: Some(FilterExpression { r#type: FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 1,
+        invisible_duration: Some(prost_types::Duration { seconds: 30, nanos: 0 }),
+        long_polling_timeout: Some(prost_types::Duration { seconds: 20, nanos: 0 }),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let mut stream = c.receive_message(with_id(req)).await.expect("no gRPC error").into_inner();
+    let first = stream.message().await.unwrap().and_then(|r| r.content);
+    let Some(receive_message_response::Content::Status(st)) = first else { panic!("{first:?}") };
+    assert_eq!(code(&Some(st)), Code::MessageNotFound);
+    // Held its 2 s (the configured maximum), not the 20 s it asked for.
+    let held = started.elapsed();
+    assert!(held >= Duration::from_millis(1_900) && held < Duration::from_secs(15), "held {held:?}");
+    b.stop().await;
+}

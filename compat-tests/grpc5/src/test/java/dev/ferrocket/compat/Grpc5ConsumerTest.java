@@ -27,6 +27,7 @@ import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.header.QueryConsumerOffsetRequestHeader;
 import org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,7 +47,9 @@ class Grpc5ConsumerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        broker = Grpc5Broker.start("consumer");
+        // A PushConsumer's close waits for its held receive: hold them 3 s, not the default 20 s.
+        broker = Grpc5Broker.start("consumer", Map.of("grpcClientConsumerMinLongPollingTimeoutMillis", "1000",
+            "grpcClientConsumerMaxLongPollingTimeoutMillis", "3000"));
         broker.createTopic("Grpc5Simple", 2, "NORMAL");
         broker.createTopic("Grpc5Redeliver", 1, "NORMAL");
         broker.createTopic("Grpc5Push", 4, "NORMAL");
@@ -101,11 +104,40 @@ class Grpc5ConsumerTest {
         return StandardCharsets.UTF_8.decode(m.getBody()).toString();
     }
 
+    private static MQClientAPIImpl api() {
+        return reader.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory().getMQClientAPIImpl();
+    }
+
+    private static String brokerAddr(String topic) throws Exception {
+        return api().getTopicRouteInfoFromNameServer(topic, 5000).getBrokerDatas().get(0).getBrokerAddrs().get(0L);
+    }
+
+    /** Whether the group's committed offset is the max offset on every queue: every message acked. */
+    private static boolean allAcked(String group, String topic, int queues) throws Exception {
+        String addr = brokerAddr(topic);
+        for (int q = 0; q < queues; q++) {
+            QueryConsumerOffsetRequestHeader h = new QueryConsumerOffsetRequestHeader();
+            h.setConsumerGroup(group);
+            h.setTopic(topic);
+            h.setQueueId(q);
+            long max = api().getMaxOffset(addr, new MessageQueue(topic, "grpc5-broker", q), 5000);
+            long committed;
+            try {
+                committed = api().queryConsumerOffset(addr, h, 5000);
+            } catch (Exception e) {
+                return false; // no offset yet
+            }
+            if (committed != max) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** A subscription group made over remoting (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP). */
     private static void createGroup(String topic, String group, boolean orderly, int retryMaxTimes) throws Exception {
-        MQClientAPIImpl api = reader.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory()
-            .getMQClientAPIImpl();
-        String addr = api.getTopicRouteInfoFromNameServer(topic, 5000).getBrokerDatas().get(0).getBrokerAddrs().get(0L);
+        MQClientAPIImpl api = api();
+        String addr = brokerAddr(topic);
         SubscriptionGroupConfig cfg = new SubscriptionGroupConfig();
         cfg.setGroupName(group);
         cfg.setConsumeMessageOrderly(orderly);
@@ -169,8 +201,14 @@ class Grpc5ConsumerTest {
             }
             send("Grpc5Push", null, bodies);
             Wait.until("40 messages consumed", Duration.ofSeconds(60), () -> seen.size(), n -> n == 40);
-            // Acked messages are not redelivered: give the consumer a few more receive rounds.
-            Thread.sleep(3000);
+            // Every ack landed (the group's offset is at the end of each queue): nothing comes back.
+            Wait.until("every message acked", Duration.ofSeconds(30), () -> {
+                try {
+                    return allAcked("Grpc5PushG", "Grpc5Push", 4);
+                } catch (Exception e) {
+                    return false;
+                }
+            });
             seen.forEach((k, v) -> assertEquals(1, v.get(), k + " consumed once"));
         }
     }
