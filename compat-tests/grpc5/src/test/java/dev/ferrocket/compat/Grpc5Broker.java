@@ -22,12 +22,14 @@ final class Grpc5Broker implements AutoCloseable {
     private final Path bin;
     private final FerrocketProcess process;
     final int namesrvPort;
+    final int brokerPort;
     final int grpcPort;
 
-    private Grpc5Broker(Path bin, FerrocketProcess process, int namesrvPort, int grpcPort) {
+    private Grpc5Broker(Path bin, FerrocketProcess process, int namesrvPort, int brokerPort, int grpcPort) {
         this.bin = bin;
         this.process = process;
         this.namesrvPort = namesrvPort;
+        this.brokerPort = brokerPort;
         this.grpcPort = grpcPort;
     }
 
@@ -66,7 +68,7 @@ final class Grpc5Broker implements AutoCloseable {
         FerrocketProcess p = new FerrocketProcess("standalone", dir, dir.resolve("ferrocket-standalone.log"),
             List.of(bin.toString(), "standalone", "-c", brokerConf.toString(), "--namesrv-config", nsConf.toString()));
         p.start();
-        Grpc5Broker broker = new Grpc5Broker(bin, p, namesrvPort, grpcPort);
+        Grpc5Broker broker = new Grpc5Broker(bin, p, namesrvPort, brokerPort, grpcPort);
         try {
             p.awaitPort(namesrvPort, READY);
             p.awaitPort(brokerPort, READY);
@@ -76,6 +78,15 @@ final class Grpc5Broker implements AutoCloseable {
             throw e;
         }
         return broker;
+    }
+
+    /** SIGKILL (a crash), then a start on the same ports and store; returns once every port listens. */
+    void killAndRestart() throws Exception {
+        process.kill();
+        process.start();
+        process.awaitPort(namesrvPort, READY);
+        process.awaitPort(brokerPort, READY);
+        process.awaitPort(grpcPort, READY);
     }
 
     String namesrvAddr() {
