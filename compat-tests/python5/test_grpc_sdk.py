@@ -2,7 +2,9 @@
 no proxy: a producer on plaintext and on TLS (one port) and a FIFO producer, what they sent
 read back through the broker's query by key (`ferrocket admin query-msg-by-key`); a SimpleConsumer
 receiving, acking, and getting an unacked message again as delivery attempt 2; bodies whose
-CRC32 starts with a zero digit; a PushConsumer consuming every message once.
+CRC32 starts with a zero digit; a PushConsumer consuming every message once; two FIFO
+PushConsumers of an orderly group keeping each message group's order; a PushConsumer failing
+past the group's max attempts sending the message to the dead letter queue.
 """
 
 import re
@@ -42,12 +44,15 @@ def message(name, body, key, group=None):
     return m
 
 
-def stored(ferrocket, name, key):
+def stored(ferrocket, name, key, seconds=15):
     """(queue id, body length) of the one message stored under `key`, waiting for the broker's
     index (built after the send is answered) to have it."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + seconds
     while True:
-        out = ferrocket.admin("query-msg-by-key", "-t", name, "-k", key)
+        try:
+            out = ferrocket.admin("query-msg-by-key", "-t", name, "-k", key)
+        except AssertionError as e:  # no route yet: a DLQ topic is made at its first message
+            out = str(e)
         queue = re.search(r"queue: (\d+)", out)
         size = re.search(r"body: (\d+) bytes", out)
         if f"keys: {key}  tags: py5" in out and queue and size:
@@ -192,5 +197,97 @@ def test_a_push_consumer_consumes_every_message_once(ferrocket):
         with listener.lock:
             assert bodies <= set(listener.seen), f"missing {sorted(bodies - set(listener.seen))}"
             assert all(n == 1 for n in listener.seen.values()), listener.seen
+    finally:
+        c.shutdown()
+
+
+def sub_group(ferrocket, group, *flags):
+    """The group made with `ferrocket admin update-sub-group` (mqadmin updateSubGroup)."""
+    out = ferrocket.admin("update-sub-group", "-g", group, "-c", "PyCluster", *flags)
+    assert "OK" in out, out
+
+
+class Ordered(MessageListener):
+    def __init__(self):
+        self.steps = {}
+        self.lock = threading.Lock()
+
+    def consume(self, m):
+        group, step = m.body.decode().split(":")
+        with self.lock:
+            self.steps.setdefault(group, []).append(int(step))
+        return ConsumeResult.SUCCESS
+
+
+def push_consumer(ferrocket, group, listener, name):
+    c = PushConsumer(ClientConfiguration(ferrocket.grpc, Credentials(), request_timeout=10), group, listener,
+                     {name: FilterExpression("*")})
+    c.startup()
+    return c
+
+
+def wait_for(what, done, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(0.1)
+
+
+def test_two_fifo_push_consumers_keep_each_message_group_in_order(ferrocket):
+    name = topic(ferrocket, "py5-pfifo", "+message.type=FIFO")
+    group = f"py5-fifo-g-{uuid.uuid4().hex[:8]}"
+    sub_group(ferrocket, group, "-o")
+    listener = Ordered()
+    consumers = [push_consumer(ferrocket, group, listener, name) for _ in range(2)]
+    try:
+        p = producer(ferrocket, name, False)
+        try:
+            for i in range(8):
+                for g in ("ga", "gb", "gc"):
+                    p.send(message(name, f"{g}:{i}".encode(), f"{g}-{i}", group=g))
+        finally:
+            p.shutdown()
+
+        def consumed():
+            with listener.lock:
+                return sum(len(v) for v in listener.steps.values()) >= 24
+
+        wait_for("24 FIFO messages consumed", consumed)
+        with listener.lock:
+            assert listener.steps == {g: list(range(8)) for g in ("ga", "gb", "gc")}, listener.steps
+    finally:
+        for c in consumers:
+            c.shutdown()
+
+
+class Failing(MessageListener):
+    def __init__(self):
+        self.attempts = []
+        self.lock = threading.Lock()
+
+    def consume(self, m):
+        with self.lock:
+            self.attempts.append(m.delivery_attempt)
+        return ConsumeResult.FAILURE
+
+
+def test_failures_past_max_attempts_go_to_the_dead_letter_queue(ferrocket):
+    name = topic(ferrocket, "py5-dlq")
+    group = f"py5-dlq-g-{uuid.uuid4().hex[:8]}"
+    sub_group(ferrocket, group, "-r", "1")
+    listener = Failing()
+    c = push_consumer(ferrocket, group, listener, name)
+    try:
+        p = producer(ferrocket, name, False)
+        key = f"doomed-{uuid.uuid4().hex[:6]}"
+        try:
+            p.send(message(name, b"doomed", key))
+        finally:
+            p.shutdown()
+        # retryMaxTimes 1: delivered twice (max attempts 2), then stored in %DLQ%<group>.
+        queue, size = stored(ferrocket, f"%DLQ%{group}", key, seconds=60)
+        assert (queue, size) == (0, len(b"doomed"))
+        with listener.lock:
+            assert listener.attempts == [1, 2], listener.attempts
     finally:
         c.shutdown()

@@ -44,6 +44,21 @@ pub enum AdminCommand {
         #[arg(short = 'a', long = "attribute")]
         attributes: Vec<String>,
     },
+    /// Creates or updates a subscription group on every master of a cluster (or one broker).
+    UpdateSubGroup {
+        #[arg(short = 'g', long)]
+        group: String,
+        #[arg(short = 'c', long)]
+        cluster: Option<String>,
+        #[arg(short = 'b', long)]
+        broker: Option<String>,
+        /// consumeMessageOrderly: the group consumes each queue in order (5.x FIFO consumers).
+        #[arg(short = 'o', long, default_value_t = false)]
+        consume_orderly: bool,
+        /// retryMaxTimes: deliveries past it go to `%DLQ%<group>`.
+        #[arg(short = 'r', long, default_value_t = 16)]
+        retry_max_times: i32,
+    },
     /// Deletes a topic from every master of a cluster and from the NameServer.
     DeleteTopic {
         #[arg(short = 't', long)]
@@ -131,6 +146,20 @@ pub async fn run(namesrv: &str, cmd: AdminCommand) -> Result<String, AdminError>
                 };
                 admin.call(&addr, req, &format!("create {topic} on {name}")).await?;
                 done.push(format!("create topic {topic} on {name} ({addr}) OK"));
+            }
+            Ok(done.join("\n") + "\n")
+        }
+        AdminCommand::UpdateSubGroup { group, cluster, broker, consume_orderly, retry_max_times } => {
+            let mut config = crate::model::group::SubscriptionGroupConfig::named(&group);
+            config.consume_message_orderly = consume_orderly;
+            config.retry_max_times = retry_max_times;
+            let body = serde_json::to_vec(&config).map_err(|e| AdminError::Usage(e.to_string()))?;
+            let mut done = Vec::new();
+            for (name, addr) in admin.masters(cluster.as_deref(), broker.as_deref()).await? {
+                let mut req = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP);
+                req.body = body.clone().into();
+                admin.call(&addr, req, &format!("create group {group} on {name}")).await?;
+                done.push(format!("create subscription group {group} on {name} ({addr}) OK"));
             }
             Ok(done.join("\n") + "\n")
         }

@@ -55,6 +55,18 @@ async fn admin_commands_show_cluster_topics_and_messages() {
 
     let err = run(&ns, AdminCommand::TopicRoute { topic: "Nope".into() }).await.unwrap_err();
     assert!(matches!(err, AdminError::Refused { code: 17, .. }), "{err}");
+
+    let group = AdminCommand::UpdateSubGroup {
+        group: "MadeG".into(),
+        cluster: Some("DefaultCluster".into()),
+        broker: None,
+        consume_orderly: true,
+        retry_max_times: 1,
+    };
+    assert!(run(&ns, group).await.unwrap().contains("create subscription group MadeG on broker-t"));
+    let made = b.inner.groups.get("MadeG").expect("the group");
+    assert!(made.consume_message_orderly);
+    assert_eq!(made.retry_max_times, 1);
     b.stop().await;
 }
 
