@@ -69,3 +69,31 @@ async fn commit_shows_the_message_rollback_and_forgeries_do_not() {
     assert_eq!(ended(r.unwrap()), Code::ClientIdRequired);
     b.stop().await;
 }
+
+/// On a SYNC_MASTER with no slave, a commit is stored but not finished: EndTransaction says so,
+/// no op record is written (the check service keeps the transaction), and the SDK's retry waits
+/// for the message the first commit stored instead of storing it twice (as END_TRANSACTION).
+#[tokio::test]
+async fn a_commit_the_slaves_did_not_get_is_refused_and_a_retry_stores_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |c| {
+        c.broker_role = "SYNC_MASTER".into();
+        c.slave_timeout = 200;
+    })
+    .await;
+    topic(&b, "GrpcTxnSync", 1, Some("TRANSACTION"));
+    let mut c = plain_client(&b).await;
+    let r = send(&mut c, vec![half("GrpcTxnSync", "on-no-slave")]).await;
+    let txn = r.entries.first().map(|e| e.transaction_id.clone()).unwrap_or_default();
+    assert!(!txn.is_empty(), "the half is stored and has its id: {r:?}");
+    let commit = || end("GrpcTxnSync", "on-no-slave", &txn, TransactionResolution::Commit);
+    let op = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+    for attempt in 0..2 {
+        let r = c.end_transaction(with_id(commit())).await.unwrap().into_inner();
+        assert_ne!(code(&r.status), Code::Ok, "attempt {attempt}: not on a slave, not finished");
+        b.inner.store.await_dispatched(Duration::from_secs(10)).await;
+        assert_eq!(b.inner.store.max_offset_in_queue("GrpcTxnSync", 0), 1, "attempt {attempt}: committed once");
+        assert_eq!(b.inner.store.max_offset_in_queue(op, 0), 0, "attempt {attempt}: no op record");
+    }
+    b.stop().await;
+}

@@ -171,18 +171,6 @@ pub(super) fn refused(r: Refusal, req: &RemotingCommand) -> BrokerError {
     }
 }
 
-/// SYNC_MASTER: the put counts once enough slaves hold its bytes (`handleHA`).
-pub(super) async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Option<(ResponseCode, String)> {
-    let how = Durability {
-        wait_flush: false,
-        replicas: Replicas::After,
-        replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
-        deferred: false,
-    };
-    let r = b.wait_durable(end_offset, how).await?;
-    Some((ResponseCode(r.outcome.codes().remoting), r.why))
-}
-
 /// `handleRetryAndDLQ`: a retried message past its group's maximum goes to `%DLQ%<group>`.
 async fn retry_to_dlq(
     b: &Arc<BrokerInner>,

@@ -1,22 +1,23 @@
-//! Ending a transaction for the gRPC door (`EndTransaction` of the 5.x SDKs): the half message
-//! named by its CommitLog and half-queue offsets, checked against the producer group (a gRPC
-//! producer's group is its topic) and the message id the producer was given; commit puts the
+//! Ending a transaction, for both doors: END_TRANSACTION (`processor/transaction.rs`, remoting
+//! producers) and `EndTransaction` of the 5.x SDKs ([`end`], the gRPC door). Commit puts the
 //! message on its real topic (through the timer and delay hooks, as a send), then the op record
-//! marks the half finished. As END_TRANSACTION (`processor/transaction.rs`) does for remoting
-//! producers; a SYNC_MASTER commit the slaves did not get is left to the check service.
+//! marks the half finished. On a SYNC_MASTER a commit counts only once its message is on the
+//! slaves; until then no op record is written and the check service keeps asking, and a repeated
+//! commit waits for the message already stored instead of storing it again.
 //!
-//! May import: `broker` (managers, config), `model`, `store`, `core`.
+//! May import: `broker` (managers, config), `model`, `protocol` (response codes), `store`, `core`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{committed, op_record, HALF_TOPIC};
+use super::{committed, op_record, transaction_key, HALF_TOPIC};
 use crate::broker::BrokerInner;
 use crate::core::{Durability, Replicas};
-use crate::model::message::{self, property};
+use crate::model::message::{self, property, StoredMessage};
+use crate::protocol::ResponseCode;
 use crate::store::PutStatus;
 
-/// Why it was not ended.
+/// Why the gRPC door's end was not done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndTxnError {
     /// No such prepared message (or not this producer's): nothing done.
@@ -25,8 +26,16 @@ pub enum EndTxnError {
     Failed(String),
 }
 
+/// A refusal of [`finish_half`]: the remoting response code Java answers, and its remark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: i32,
+    pub remark: String,
+}
+
 /// Commits (`commit`) or rolls back the half message at `commit_log_offset` / `queue_offset`
-/// of `producer_group` whose UNIQ_KEY is `message_id`.
+/// of `producer_group` whose UNIQ_KEY is `message_id` (the gRPC door's EndTransaction; a gRPC
+/// producer's group is its topic).
 pub async fn end(
     b: &Arc<BrokerInner>,
     commit_log_offset: i64,
@@ -49,34 +58,97 @@ pub async fn end(
         }
         _ => return Err(EndTxnError::Unknown("Find prepared transaction message failed".into())),
     };
-    if commit {
-        let mut msg = committed(&half)
-            .ok_or_else(|| EndTxnError::Failed("the half message has no REAL_TOPIC or REAL_QID".into()))?;
-        let (topic, queue) = (msg.topic.clone(), msg.queue_id);
-        b.timer.divert(&mut msg).map_err(|(_, why)| EndTxnError::Failed(why))?;
+    // The Java proxy sends the SDK's end as END_TRANSACTION with fromTransactionCheck false.
+    if past_immunity(b, &half) {
+        return Err(EndTxnError::Failed("the transaction's check immunity is over: the check service decides".into()));
+    }
+    finish_half(b, &half, commit).await.map_err(|r| EndTxnError::Failed(r.remark))
+}
+
+/// Commits or rolls back `half`, a half message already matched to the request; on a
+/// SYNC_MASTER the op record waits for the committed message to be on the slaves.
+pub async fn finish_half(b: &BrokerInner, half: &StoredMessage, commit: bool) -> Result<(), Refusal> {
+    let key = transaction_key(half);
+    if let Some(end) = key.as_ref().filter(|_| commit).and_then(|k| b.unreplicated_commits.get(k)) {
+        // Committed before but not on the slaves then: wait for that message, do not store
+        // it again.
+        wait_for_slaves(b, end).await?;
+    } else if commit {
+        let Some(mut msg) = committed(half) else {
+            return Err(refused(ResponseCode::SYSTEM_ERROR.0, "the half message has no REAL_TOPIC or REAL_QID"));
+        };
+        // Counted under its real topic (Java's EndTransactionProcessor: incTopicPutNums).
+        let (put_topic, put_queue) = (msg.topic.clone(), msg.queue_id);
+        // The store's put hook in Java: a committed timer or delayed message waits its time.
+        if let Err((code, remark)) = b.timer.divert(&mut msg) {
+            return Err(refused(code.0, remark));
+        }
         b.schedule.divert(&mut msg);
         let put = b.store.put_messages(&[msg], true).await;
-        stored(&put.status)?;
-        if let Some(a) = &put.append {
-            b.stats.put(&topic, queue, 1, a.wrote_bytes as u64, 0, b.is_system_topic(&topic));
-            let how = Durability {
-                wait_flush: false,
-                replicas: Replicas::After,
-                replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
-                deferred: false,
-            };
-            if let Some(r) = b.wait_durable(a.end_offset, how).await {
-                return Err(EndTxnError::Failed(r.why));
+        stored(&put.status, "storing the committed message failed")?;
+        if let Some(append) = &put.append {
+            let system = b.is_system_topic(&put_topic);
+            b.stats.put(&put_topic, put_queue, 1, append.wrote_bytes as u64, 0, system);
+            // SYNC_MASTER: the committed message is on a slave before the op record says done.
+            // If the slaves did not get it, the producer is told, and the half message stays
+            // for the check service: after a failover the new master asks the producer again,
+            // where a finished transaction would be lost (Java answers SUCCESS and writes the
+            // op record).
+            if let Err(r) = wait_for_slaves(b, append.end_offset).await {
+                if let Some(key) = key {
+                    b.unreplicated_commits.insert(key, append.end_offset);
+                }
+                tracing::debug!(
+                    remark = r.remark,
+                    "a committed transaction is not on the slaves; it stays open for the check service"
+                );
+                return Err(r);
             }
         }
     }
     let put = b.store.put_messages(&[op_record(&[half.queue_offset], b.store_host)], true).await;
-    stored(&put.status)
+    stored(&put.status, "storing the transaction's op record failed")?;
+    if let Some(key) = key {
+        b.unreplicated_commits.remove(&key);
+    }
+    Ok(())
 }
 
-fn stored(status: &PutStatus) -> Result<(), EndTxnError> {
+/// `rejectCommitOrRollback`: a half message with `CHECK_IMMUNITY_TIME_IN_SECONDS` accepts its
+/// producer's own answer only within that time (at least `transactionTimeOut`).
+pub fn past_immunity(b: &BrokerInner, half: &StoredMessage) -> bool {
+    let Some(v) = message::property_value(&half.properties, property::CHECK_IMMUNITY_TIME_IN_SECONDS) else {
+        return false;
+    };
+    let timeout = b.live.config().transaction_time_out;
+    let immunity = v.trim().parse::<i64>().map_or(timeout, |s| s.saturating_mul(1000).max(timeout));
+    crate::store::now_ms() - half.born_timestamp > immunity
+}
+
+/// Waits for the slaves (SYNC_MASTER) to have `end_offset`; the send path's answer if not.
+async fn wait_for_slaves(b: &BrokerInner, end_offset: u64) -> Result<(), Refusal> {
+    let how = Durability {
+        wait_flush: false,
+        replicas: Replicas::After,
+        replica_timeout: Duration::from_millis(b.live.config().slave_timeout),
+        deferred: false,
+    };
+    match b.wait_durable(end_offset, how).await {
+        None => Ok(()),
+        Some(r) => Err(refused(r.outcome.codes().remoting, r.why)),
+    }
+}
+
+fn stored(status: &PutStatus, what: &str) -> Result<(), Refusal> {
     match status {
         PutStatus::PutOk | PutStatus::FlushDiskTimeout => Ok(()),
-        other => Err(EndTxnError::Failed(format!("storing failed: {other:?}"))),
+        status => {
+            let (code, remark) = crate::broker::convert::put_status_code(status);
+            Err(refused(code.0, remark.unwrap_or_else(|| what.to_owned())))
+        }
     }
+}
+
+fn refused(code: i32, remark: impl Into<String>) -> Refusal {
+    Refusal { code, remark: remark.into() }
 }
