@@ -297,3 +297,36 @@ async fn hostile_batch_ack_bodies_are_refused_with_a_reason() {
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     b.stop().await;
 }
+
+/// ACL 1.0: the four codes need SUB on their topic and group, a batch ack on every entry's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pop_codes_need_sub_on_topic_and_group() {
+    let (b, _home, _store) = super::acl::start_acl_broker(super::hostile_acl::FILE).await;
+    let c = client();
+    let sign = |r| super::acl::sign(r, "RocketMQ", "12345678");
+    let sent = call_addr(&c, &b.addr, sign(send("allowed", 0, b"x", "A"))).await;
+    assert_eq!(sent.response_code(), ResponseCode::SUCCESS, "{:?}", sent.remark);
+    let acl_refused = |r: &RemotingCommand| {
+        r.response_code() == ResponseCode::SYSTEM_ERROR
+            && r.remark.as_deref().is_some_and(|m| m.contains("AclException"))
+    };
+    for (topic, group) in [("secret", "G1"), ("allowed", "deniedGroup")] {
+        let denied = entry(group, topic, "0", 0, 0, "1", &[0]);
+        for r in [
+            peek(group, topic, 0, 1),
+            notification(group, topic, 0, 0),
+            polling_info(group, topic, 0),
+            batch_ack(body(&[entry("G1", "allowed", "0", 0, 0, "1", &[0]), denied.clone()])),
+        ] {
+            let what = format!("{:?} {topic} {group}", r.request_code());
+            let r = call_addr(&c, &b.addr, sign(r)).await;
+            assert!(acl_refused(&r), "{what}: {:?} {:?}", r.response_code(), r.remark);
+        }
+    }
+    let garbage = call_addr(&c, &b.addr, sign(batch_ack(b"garbage".to_vec()))).await;
+    assert!(acl_refused(&garbage), "{:?}", garbage.remark);
+    // Allowed: served.
+    let r = call_addr(&c, &b.addr, sign(peek("G1", "allowed", 0, 1))).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    b.stop().await;
+}
