@@ -9,7 +9,8 @@
 //!
 //! ```text
 //! request -> access_request (the resources each code touches, as 5.x PlainAccessResource.parse,
-//!            plus LITE_PULL_MESSAGE, the topic of the record VIEW_MESSAGE_BY_ID and
+//!            plus LITE_PULL_MESSAGE, the POP codes (SUB on topic and group; BATCH_ACK_MESSAGE
+//!            on each entry of its body), the topic of the record VIEW_MESSAGE_BY_ID and
 //!            CONSUMER_SEND_MSG_BACK read by offset, and END_TRANSACTION's real topic)
 //!         -> Acl::validate -> refused: SYSTEM_ERROR "org.apache.rocketmq.acl.common.AclException: <why>"
 //! ```
@@ -27,6 +28,7 @@ use crate::broker::transaction::HALF_TOPIC;
 use crate::model::group::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::model::message::{self, property};
 use crate::protocol::body::client::HeartbeatData;
+use crate::protocol::body::pop::BatchAckMessageRequestBody;
 use crate::protocol::header::acl::{ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG};
 use crate::protocol::version::V4_9_3;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -99,9 +101,18 @@ pub fn access_request<'a>(
         | RequestCode::POP_MESSAGE
         | RequestCode::PEEK_MESSAGE
         | RequestCode::ACK_MESSAGE
-        | RequestCode::CHANGE_MESSAGE_INVISIBLETIME => {
+        | RequestCode::CHANGE_MESSAGE_INVISIBLETIME
+        | RequestCode::NOTIFICATION
+        | RequestCode::POLLING_INFO => {
             add(get("topic").map(str::to_owned), SUB);
             add(group("consumerGroup"), SUB);
+        }
+        // The names are in the body: every entry's topic and group.
+        RequestCode::BATCH_ACK_MESSAGE => {
+            for a in BatchAckMessageRequestBody::parse(&req.body)?.acks {
+                add(Some(a.topic), SUB);
+                add(Some(retry_topic(&a.consumer_group)), SUB);
+            }
         }
         RequestCode::QUERY_MESSAGE => add(get("topic").map(str::to_owned), SUB),
         RequestCode::HEART_BEAT => {

@@ -8,7 +8,8 @@ use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use super::broker::{call_addr, send, start_broker, TestBroker};
 use super::support::*;
 
-const FILE: &str = "\
+/// Accounts: RocketMQ may use topic `allowed` and every group but `deniedGroup`; adminUser is admin.
+pub(super) const FILE: &str = "\
 accounts:
   - accessKey: RocketMQ
     secretKey: 12345678

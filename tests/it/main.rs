@@ -46,6 +46,7 @@ mod namesrv;
 mod one_core;
 mod parked_pulls;
 mod pop;
+mod pop_codes;
 mod read_after_send;
 mod registration;
 mod request_tasks;

@@ -17,6 +17,7 @@ mod ha_status;
 mod pop;
 mod pop_ack;
 mod pop_assign;
+mod pop_peek;
 mod pull;
 mod query;
 mod query_cq;
@@ -108,6 +109,10 @@ impl BrokerProcessor {
             RequestCode::POP_MESSAGE => pop::pop_message(b, req).await,
             RequestCode::ACK_MESSAGE => pop_ack::ack_message(b, req).await,
             RequestCode::CHANGE_MESSAGE_INVISIBLETIME => pop_ack::change_invisible_time(b, req).await,
+            RequestCode::BATCH_ACK_MESSAGE => pop_ack::batch_ack_message(b, req).await,
+            RequestCode::PEEK_MESSAGE => pop_peek::peek_message(b, req).await,
+            RequestCode::NOTIFICATION => pop_peek::notification(b, req).await,
+            RequestCode::POLLING_INFO => pop_peek::polling_info(b, req),
             RequestCode::QUERY_ASSIGNMENT => pop_assign::query_assignment(b, req),
             RequestCode::SET_MESSAGE_REQUEST_MODE => pop_assign::set_message_request_mode(b, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,

@@ -24,28 +24,48 @@ pub struct Changed {
 impl Core {
     /// Acks the message at `offset` of the stored `topic`'s queue, popped under `handle`.
     pub async fn pop_ack(&self, group: &str, topic: &str, queue_id: i32, handle: &Handle, offset: i64) -> AckOutcome {
+        let acked = self.pop_ack_offsets(group, topic, queue_id, (handle.ck_offset, handle.pop_time), &[offset]).await;
+        if acked == 0 {
+            AckOutcome::Stale
+        } else {
+            AckOutcome::Acked
+        }
+    }
+
+    /// Acks `offsets` of the checkpoint `ck` (start offset, pop time) of the stored `topic`'s
+    /// queue (a BATCH_ACK_MESSAGE entry), under one lock and one state-log append; returns how
+    /// many were pending (the others are stale and change nothing).
+    pub async fn pop_ack_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        ck: (i64, i64),
+        offsets: &[i64],
+    ) -> usize {
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
-        let (start, pop_time) = (handle.ck_offset, handle.pop_time);
-        let outcome = {
+        let (start, pop_time) = ck;
+        let acked: Vec<i64> = {
             let mut table = self.pop.table();
-            let order = table.is_order_ck(&key, (start, pop_time));
-            let outcome = table.ack(&key, (start, pop_time), offset);
-            if outcome == AckOutcome::Acked && order && !table.order_blocked(&key) {
-                // A pop held on the locked queue reads it again.
-                self.hold.message_arrived(topic, queue_id);
-            }
-            if outcome == AckOutcome::Acked {
+            let order = table.is_order_ck(&key, ck);
+            let acked: Vec<i64> =
+                offsets.iter().copied().filter(|o| table.ack(&key, ck, *o) == AckOutcome::Acked).collect();
+            if !acked.is_empty() {
+                if order && !table.order_blocked(&key) {
+                    // A pop held on the locked queue reads it again.
+                    self.hold.message_arrived(topic, queue_id);
+                }
                 if let Some(c) = table.committed(&key) {
                     self.offsets.commit(group, topic, queue_id, c);
                 }
                 table.forget_if_idle(&key);
             }
-            outcome
+            acked
         };
-        if outcome == AckOutcome::Acked {
-            self.pop_log(&[Rec::Ack { key, start, pop_time, offset }]).await;
-        }
-        outcome
+        let recs: Vec<Rec> =
+            acked.iter().map(|&offset| Rec::Ack { key: key.clone(), start, pop_time, offset }).collect();
+        self.pop_log(&recs).await;
+        acked.len()
     }
 
     /// Hides the message for `invisible_ms` from now under a new checkpoint; `None` when the

@@ -33,7 +33,9 @@ pub mod dlq;
 pub mod filter;
 pub mod handle;
 pub mod mode;
+pub mod notify;
 pub mod order;
+pub mod peek;
 pub mod persist;
 pub mod present;
 pub mod receive;
@@ -64,8 +66,8 @@ pub struct PopService {
     pub(crate) table: Mutex<state::PopTable>,
     /// Rung when a checkpoint is added: the revive task looks at the earliest deadline again.
     pub(crate) wake: Notify,
-    /// Pops held for long polling, per (group, topic).
-    polling: Mutex<HashMap<(String, String), usize>>,
+    /// Pops and notifications held for long polling, per (group, topic).
+    polling: Mutex<HashMap<(String, String), Held>>,
     /// PULL or POP per (topic, group), loaded on first use.
     modes: std::sync::OnceLock<mode::RequestModes>,
 }
@@ -85,32 +87,86 @@ impl PopService {
         self.modes.get_or_init(|| mode::RequestModes::load(dir.join(mode::FILE)))
     }
 
-    /// Counts a held pop of (group, topic); `None` when `limit` (popPollingSize) are already held.
-    fn enter_polling(&self, group: &str, topic: &str, limit: usize) -> Option<PollingGuard<'_>> {
+    /// Counts a held request of (group, topic) asking `queue_id` (-1: any queue); `None` when
+    /// `limit` (popPollingSize) requests of that kind are already held for (group, topic).
+    fn enter_polling(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        kind: Hold,
+        limit: usize,
+    ) -> Option<PollingGuard<'_>> {
         let mut m = self.polling.lock().unwrap_or_else(|e| e.into_inner());
         let key = (group.to_owned(), topic.to_owned());
-        let n = m.entry(key.clone()).or_default();
+        let held = m.entry(key.clone()).or_default();
+        let n = match kind {
+            Hold::Pop => &mut held.pops,
+            Hold::Notification => &mut held.notifications,
+        };
         if *n >= limit {
+            if held.pops + held.notifications == 0 {
+                m.remove(&key);
+            }
             return None;
         }
         *n += 1;
-        Some(PollingGuard { service: self, key })
+        if kind == Hold::Pop {
+            *held.per_queue.entry(queue_id).or_default() += 1;
+        }
+        Some(PollingGuard { service: self, key, queue_id, kind })
     }
+
+    /// Pops of (group, topic) held for long polling that asked `queue_id` (-1: any queue),
+    /// Java's `pollingMap` size for `buildPollingKey(topic, group, queueId)` (POLLING_INFO).
+    pub fn held_pops(&self, group: &str, topic: &str, queue_id: i32) -> usize {
+        let m = self.polling.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (group.to_owned(), topic.to_owned());
+        m.get(&key).and_then(|h| h.per_queue.get(&queue_id)).copied().unwrap_or(0)
+    }
+}
+
+/// What a held request is: POLLING_INFO counts pops only (Java keeps notifications in a
+/// `PopLongPollingService` of their own); each kind has its own popPollingSize cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    Pop,
+    Notification,
+}
+
+#[derive(Default)]
+struct Held {
+    pops: usize,
+    notifications: usize,
+    /// Held pops by the queue asked (-1: any); bounded by `pops`, so by popPollingSize.
+    per_queue: HashMap<i32, usize>,
 }
 
 struct PollingGuard<'a> {
     service: &'a PopService,
     key: (String, String),
+    queue_id: i32,
+    kind: Hold,
 }
 
 impl Drop for PollingGuard<'_> {
     fn drop(&mut self) {
         let mut m = self.service.polling.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = m.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&self.key);
+        let Some(h) = m.get_mut(&self.key) else { return };
+        match self.kind {
+            Hold::Pop => {
+                h.pops = h.pops.saturating_sub(1);
+                if let Some(n) = h.per_queue.get_mut(&self.queue_id) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        h.per_queue.remove(&self.queue_id);
+                    }
+                }
             }
+            Hold::Notification => h.notifications = h.notifications.saturating_sub(1),
+        }
+        if h.pops + h.notifications == 0 {
+            m.remove(&self.key);
         }
     }
 }

@@ -95,7 +95,9 @@ impl Core {
             self.log_popped(req, &first).await;
             return Ok(first);
         }
-        let Some(_held) = self.pop.enter_polling(req.group, req.topic, self.config.pop_polling_size) else {
+        let Some(_held) =
+            self.pop.enter_polling(req.group, req.topic, req.queue_id, super::Hold::Pop, self.config.pop_polling_size)
+        else {
             return Err(PopError::PollingFull);
         };
         let deadline = tokio::time::Instant::now() + req.poll;
@@ -135,7 +137,7 @@ impl Core {
 
     /// The queues to read, in order: the topic's from a random one, the retry topic's before
     /// them one time in five, else after them.
-    fn pop_queues(&self, req: &PopRequest<'_>, retry: &str) -> Vec<(String, i32)> {
+    pub(super) fn pop_queues(&self, req: &PopRequest<'_>, retry: &str) -> Vec<(String, i32)> {
         let seed = now_nanos();
         let mut normal = Vec::new();
         if let Some(tc) = self.topics.view(req.topic) {

@@ -133,7 +133,7 @@ const CONSUME_FROM: &[&str] = &[
     "CONSUME_FROM_TIMESTAMP",
 ];
 
-fn str_of(v: &Value) -> Option<String> {
+pub(super) fn str_of(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -142,7 +142,7 @@ fn str_of(v: &Value) -> Option<String> {
     }
 }
 
-fn i64_of(v: &Value) -> Option<i64> {
+pub(super) fn i64_of(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => s.trim().parse().ok(),

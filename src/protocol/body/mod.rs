@@ -7,6 +7,7 @@ pub mod admin;
 pub mod client;
 pub use crate::model::json;
 pub mod message;
+pub mod pop;
 pub mod register;
 pub mod route;
 pub mod stats;

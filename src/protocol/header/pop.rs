@@ -1,7 +1,11 @@
-//! POP consumption headers (5.x): POP_MESSAGE (200050), ACK_MESSAGE (200051),
+//! POP consumption headers (5.x): POP_MESSAGE (200050), ACK_MESSAGE (200051), PEEK_MESSAGE
+//! (200052), NOTIFICATION (200054), POLLING_INFO (200055),
 //! CHANGE_MESSAGE_INVISIBLETIME (200053) and their responses, as Java's
 //! `PopMessageRequestHeader`, `PopMessageResponseHeader`, `AckMessageRequestHeader`,
-//! `ChangeInvisibleTimeRequestHeader` and `ChangeInvisibleTimeResponseHeader`.
+//! `ChangeInvisibleTimeRequestHeader`, `ChangeInvisibleTimeResponseHeader`,
+//! `PeekMessageRequestHeader`, `NotificationRequestHeader` / `NotificationResponseHeader` and
+//! `PollingInfoRequestHeader` / `PollingInfoResponseHeader`. BATCH_ACK_MESSAGE (200151) has no
+//! header: its body is `body::pop::BatchAckMessageRequestBody`.
 //!
 //! May import: nothing outside `protocol/`.
 
@@ -67,5 +71,54 @@ command_header! {
         pop_time: i64 = "popTime",
         invisible_time: i64 = "invisibleTime",
         revive_qid: i32 = "reviveQid",
+    }
+}
+
+command_header! {
+    /// PEEK_MESSAGE (200052): read without popping. Answered with a [`PopMessageResponseHeader`]
+    /// of which only `restNum` means anything.
+    pub struct PeekMessageRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        max_msg_nums: i32 = "maxMsgNums",
+    }
+}
+
+command_header! {
+    /// NOTIFICATION (200054): held until a queue of the topic (or its POP retry topic) has
+    /// messages for the group.
+    pub struct NotificationRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        poll_time: i64 = "pollTime",
+        born_time: i64 = "bornTime",
+        order: Option<bool> = "order",
+        attempt_id: Option<String> = "attemptId",
+    }
+}
+
+command_header! {
+    /// Response to NOTIFICATION.
+    pub struct NotificationResponseHeader {
+        has_msg: bool = "hasMsg",
+        polling_full: bool = "pollingFull",
+    }
+}
+
+command_header! {
+    /// POLLING_INFO (200055): how many pops of (topic, group, queue) are held.
+    pub struct PollingInfoRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+    }
+}
+
+command_header! {
+    /// Response to POLLING_INFO.
+    pub struct PollingInfoResponseHeader {
+        polling_num: i32 = "pollingNum",
     }
 }
