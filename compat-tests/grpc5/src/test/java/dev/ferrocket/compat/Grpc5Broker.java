@@ -32,6 +32,11 @@ final class Grpc5Broker implements AutoCloseable {
     }
 
     static Grpc5Broker start(String name) throws Exception {
+        return start(name, Map.of());
+    }
+
+    /** As {@link #start(String)}, with {@code extra} broker.conf keys over the defaults. */
+    static Grpc5Broker start(String name, Map<String, String> extra) throws Exception {
         String value = System.getProperty("ferrocket.bin", "").trim();
         Path bin = Path.of(value);
         if (value.isEmpty() || !bin.isAbsolute() || !Files.isExecutable(bin)) {
@@ -55,6 +60,7 @@ final class Grpc5Broker implements AutoCloseable {
         b.put("mappedFileSizeCommitLog", Integer.toString(16 * 1024 * 1024));
         b.put("cleanFileForciblyEnable", "false");
         b.put("flushDiskType", "ASYNC_FLUSH");
+        b.putAll(extra);
         Path nsConf = ConfigFiles.write(dir.resolve("namesrv.conf"), ns);
         Path brokerConf = ConfigFiles.write(dir.resolve("broker.conf"), b);
         FerrocketProcess p = new FerrocketProcess("standalone", dir, dir.resolve("ferrocket-standalone.log"),
