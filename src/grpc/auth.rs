@@ -226,6 +226,9 @@ mod tests {
     fn the_sdk_header_parses_and_bad_ones_do_not() {
         let h = "MQv2-HMAC-SHA1 Credential=ak1/x, SignedHeaders=x-mq-date-time, Signature=0aFF";
         assert_eq!(parse_authorization(h).unwrap(), ("ak1", "Cv8=".to_owned()));
+        // The Go SDK: `Credential=<ak>//Rocketmq` and lower-case hex.
+        let go = "MQv2-HMAC-SHA1 Credential=ak1//Rocketmq, SignedHeaders=x-mq-date-time, Signature=0aff";
+        assert_eq!(parse_authorization(go).unwrap(), ("ak1", "Cv8=".to_owned()));
         for bad in
             ["", "MQv2-HMAC-SHA1", "M Credential=a, Signature=0g", "M Credential=a, Signature=abc", "M Signature=00"]
         {
