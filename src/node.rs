@@ -6,7 +6,7 @@
 //! BrokerNode::bind(config[, Sockets])
 //!   Broker::bind_with      store, metadata, remoting + VIP + HA listeners (net), TLS
 //!   kafka (masters, kafkaListenPort != 0): Kafka::new(the broker's core) + net::Listener
-//!   grpc (masters, grpcListenPort != 0): Grpc::new(the broker's core, BrokerHooks) + net::Listener
+//!   grpc (masters, grpcListenPort != 0): Grpc::new(the broker's core, with its ACL, BrokerHooks) + net::Listener
 //!     (TLS offering ALPN h2)
 //! BrokerNode::run(shutdown)
 //!   Kafka::serve and Grpc::serve on the broker's tracker, then Broker::run_on (which waits for it before the
@@ -155,7 +155,6 @@ async fn bind_grpc(broker: &Broker, given: Option<TcpListener>) -> Result<Option
         info!(port = c.grpc_listen_port, "grpcListenPort ignored on a slave: gRPC clients use the master");
         return Ok(None);
     }
-    grpc_allowed(c)?;
     let socket = match given {
         Some(l) => l,
         None => {
@@ -176,16 +175,6 @@ async fn bind_grpc(broker: &Broker, given: Option<TcpListener>) -> Result<Option
     let advertised = (c.broker_ip1.clone(), c.grpc_listen_port);
     let grpc = Grpc::new(inner.core.clone(), Arc::new(BrokerHooks(inner.clone())), advertised);
     Ok(Some((grpc, Listener::new(socket, config))))
-}
-
-/// The gRPC door does not authenticate requests yet (the 5.x SDKs' `authorization` header):
-/// with `aclEnable=true` it would be a way around the ACL, so the broker refuses to start.
-fn grpc_allowed(c: &BrokerConfig) -> Result<(), StartError> {
-    if c.acl_enable {
-        let why = "aclEnable=true with grpcListenPort: gRPC requests are not authenticated yet".to_owned();
-        return Err(StartError::Config { what: "gRPC listener", why });
-    }
-    Ok(())
 }
 
 /// The broker's side of a gRPC send: its timer, delay levels and half messages.
@@ -211,18 +200,5 @@ impl BrokerSide for BrokerHooks {
                 Refused::Failed(why) => EndTxnError::Failed(why),
             })
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_grpc_door_is_refused_beside_the_acl() {
-        let mut c = BrokerConfig { grpc_listen_port: 8081, ..BrokerConfig::default() };
-        assert!(grpc_allowed(&c).is_ok());
-        c.acl_enable = true;
-        assert!(matches!(grpc_allowed(&c), Err(StartError::Config { what: "gRPC listener", .. })));
     }
 }

@@ -6,7 +6,8 @@
 //! ```text
 //! client --TCP--> net::Listener (maxConnections; tls.server.mode: 0x16 -> TLS with ALPN h2,
 //!                 else plaintext HTTP/2) -> listener.rs hands the stream to tonic
-//!   service.rs  x-mq-client-id required, one function per RPC:
+//!   service.rs  the ACL (auth.rs: signed headers, then the request's topics and group),
+//!               x-mq-client-id required, one function per RPC:
 //!     telemetry.rs  Settings answered at once, merged (settings.rs: the client table)
 //!     route.rs      QueryRoute: queues, permissions, endpoints, accepted message types
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
@@ -23,11 +24,15 @@
 //! What only the broker owns (the timer and delay-level diversion, half messages, ending a transaction) comes in
 //! through [`BrokerSide`], which the composition root (`node.rs`) implements over the broker.
 //!
-//! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`. Never the broker, Kafka or
+//! With `aclEnable=true` every RPC is authenticated and authorized against ACL 1.0's accounts
+//! (`plain_acl.yml`, `crate::acl`) as Java's proxy 5.2 did: auth.rs.
+//!
+//! May import: `core`, `meta`, `model`, `store`, `net`, `telemetry`, `acl`. Never the broker, Kafka or
 //! the remoting codec and transport (tests/it/layering.rs checks it).
 
 mod ack;
 mod assign;
+mod auth;
 mod consume;
 mod convert;
 mod hash;

@@ -1,4 +1,5 @@
-//! `apache.rocketmq.v2.MessagingService` over [`Grpc`]: every RPC first needs the
+//! `apache.rocketmq.v2.MessagingService` over [`Grpc`]: every RPC first passes the ACL
+//! (`auth.rs`, with `aclEnable`: UNAUTHORIZED or FORBIDDEN in the answer's Status), then needs the
 //! `x-mq-client-id` header (CLIENT_ID_REQUIRED in the answer's Status without it), then goes to
 //! its module. RPCs without a handler here answer UNIMPLEMENTED (tonic's default stubs): the
 //! Pull/Offset RPCs and SyncLiteSubscription (as Java 5.3.3), and RecallMessage.
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::auth::{self, Guarded};
 use super::pb::messaging_service_server::MessagingService;
 use super::pb::settings::PubSub;
 use super::pb::*;
@@ -28,6 +30,14 @@ fn client_id<T>(req: &Request<T>) -> Result<String, Refused> {
     }
 }
 
+/// The checks every unary RPC passes first, in Java's order: the ACL (the signed headers, then
+/// what the request needs of the account: `auth.rs`), then the client id.
+fn admit<T: Guarded>(g: &Grpc, req: &Request<T>) -> Result<String, Refused> {
+    let who = auth::caller(g, req.metadata(), req.remote_addr())?;
+    req.get_ref().check(&who)?;
+    client_id(req)
+}
+
 fn peer<T>(req: &Request<T>) -> SocketAddr {
     req.remote_addr().unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
 }
@@ -35,7 +45,7 @@ fn peer<T>(req: &Request<T>) -> SocketAddr {
 #[tonic::async_trait]
 impl MessagingService for Service {
     async fn query_route(&self, req: Request<QueryRouteRequest>) -> Result<Response<QueryRouteResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => route::query_route(&self.0, req.get_ref()),
             Err(r) => QueryRouteResponse { status: Some(r.status()), message_queues: Vec::new() },
         };
@@ -43,7 +53,7 @@ impl MessagingService for Service {
     }
 
     async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
-        let answer = match client_id(&req).and_then(|id| heartbeat(&self.0, &id, req.get_ref())) {
+        let answer = match admit(&self.0, &req).and_then(|id| heartbeat(&self.0, &id, req.get_ref())) {
             Ok(()) => status::ok(),
             Err(r) => r.status(),
         };
@@ -51,7 +61,7 @@ impl MessagingService for Service {
     }
 
     async fn send_message(&self, req: Request<SendMessageRequest>) -> Result<Response<SendMessageResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => {
                 let peer = peer(&req);
                 send::send(&self.0, req.into_inner(), peer).await
@@ -65,8 +75,11 @@ impl MessagingService for Service {
         &self,
         req: Request<tonic::Streaming<TelemetryCommand>>,
     ) -> Result<Response<telemetry::Outbound<TelemetryCommand>>, Status> {
-        match client_id(&req) {
-            Ok(id) => Ok(Response::new(telemetry::open(self.0.clone(), id, req.into_inner()))),
+        // Authenticated once, by the headers that open the stream; each Settings is checked.
+        let admitted = auth::caller(&self.0, req.metadata(), req.remote_addr())
+            .and_then(|who| client_id(&req).map(|id| (who, id)));
+        match admitted {
+            Ok((who, id)) => Ok(Response::new(telemetry::open(self.0.clone(), id, who, req.into_inner()))),
             Err(r) => {
                 let only = TelemetryCommand { status: Some(r.status()), command: None };
                 Ok(Response::new(Box::pin(futures_util::stream::iter([Ok(only)]))))
@@ -78,7 +91,7 @@ impl MessagingService for Service {
         &self,
         req: Request<QueryAssignmentRequest>,
     ) -> Result<Response<QueryAssignmentResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => assign::query_assignment(&self.0, req.get_ref()),
             Err(r) => QueryAssignmentResponse { status: Some(r.status()), assignments: Vec::new() },
         };
@@ -90,7 +103,7 @@ impl MessagingService for Service {
         req: Request<ReceiveMessageRequest>,
     ) -> Result<Response<telemetry::Outbound<ReceiveMessageResponse>>, Status> {
         use super::pb::receive_message_response::Content;
-        let answers = match client_id(&req) {
+        let answers = match admit(&self.0, &req) {
             Ok(id) => {
                 let remaining =
                     req.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(consume::grpc_timeout);
@@ -102,7 +115,7 @@ impl MessagingService for Service {
     }
 
     async fn ack_message(&self, req: Request<AckMessageRequest>) -> Result<Response<AckMessageResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => ack::ack(&self.0, req.get_ref()).await,
             Err(r) => AckMessageResponse { status: Some(r.status()), entries: Vec::new() },
         };
@@ -113,7 +126,7 @@ impl MessagingService for Service {
         &self,
         req: Request<ChangeInvisibleDurationRequest>,
     ) -> Result<Response<ChangeInvisibleDurationResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => ack::change_invisible(&self.0, req.get_ref()).await,
             Err(r) => ChangeInvisibleDurationResponse { status: Some(r.status()), receipt_handle: String::new() },
         };
@@ -124,7 +137,7 @@ impl MessagingService for Service {
         &self,
         req: Request<ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<ForwardMessageToDeadLetterQueueResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => ack::forward_to_dlq(&self.0, req.get_ref()).await,
             Err(r) => r.status(),
         };
@@ -135,7 +148,7 @@ impl MessagingService for Service {
         &self,
         req: Request<EndTransactionRequest>,
     ) -> Result<Response<EndTransactionResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(_) => txn::end_transaction(&self.0, req.get_ref()).await,
             Err(r) => EndTransactionResponse { status: Some(r.status()) },
         };
@@ -146,7 +159,7 @@ impl MessagingService for Service {
         &self,
         req: Request<NotifyClientTerminationRequest>,
     ) -> Result<Response<NotifyClientTerminationResponse>, Status> {
-        let answer = match client_id(&req) {
+        let answer = match admit(&self.0, &req) {
             Ok(id) => {
                 self.0.clients.remove(&id, None);
                 self.0.renewals.drop_client(&id).await;

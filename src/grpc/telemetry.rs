@@ -2,10 +2,13 @@
 //! client's Settings are answered at once, merged ([`super::settings::merged`]); a command
 //! before any Settings is answered UNRECOGNIZED_CLIENT_TYPE (Java throws); Settings without
 //! publishing or subscription end the stream with INVALID_ARGUMENT (a gRPC error, as Java).
+//! With `aclEnable`, the headers that open the stream are authenticated (`auth.rs`: refused,
+//! the only answer is UNAUTHORIZED) and each Settings needs its topics' and group's permissions
+//! (FORBIDDEN in the answer, the stream stays open).
 //! The stream ends when the client closes it or the broker shuts down; the client's settings
 //! and its auto-renewed messages (`renew.rs`) go with it.
 //!
-//! May import: `grpc`.
+//! May import: `grpc`, `acl` (the stream's [`Authority`]).
 
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -16,9 +19,11 @@ use tokio::sync::mpsc;
 use tonic::Streaming;
 use tracing::debug;
 
+use super::auth::Guarded;
 use super::pb::{settings::PubSub, telemetry_command::Command, Code, Settings, TelemetryCommand};
 use super::status::{self, Refused};
 use super::{validate, Grpc};
+use crate::acl::authority::Authority;
 
 /// A server stream of `T`s.
 pub type Outbound<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Send>>;
@@ -26,7 +31,12 @@ pub type Outbound<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Sen
 /// Commands queued for one client before the stream pushes back.
 const OUTBOUND_QUEUE: usize = 16;
 
-pub fn open(g: Arc<Grpc>, client_id: String, mut inbound: Streaming<TelemetryCommand>) -> Outbound<TelemetryCommand> {
+pub fn open(
+    g: Arc<Grpc>,
+    client_id: String,
+    who: Authority,
+    mut inbound: Streaming<TelemetryCommand>,
+) -> Outbound<TelemetryCommand> {
     let (tx, rx) = mpsc::channel::<Result<TelemetryCommand, tonic::Status>>(OUTBOUND_QUEUE);
     let stream_id = g.streams.fetch_add(1, Ordering::Relaxed);
     let shutdown = g.shutdown.clone();
@@ -47,7 +57,7 @@ pub fn open(g: Arc<Grpc>, client_id: String, mut inbound: Streaming<TelemetryCom
                 }
             };
             let answer = match cmd.command {
-                Some(Command::Settings(s)) => settings(&g, &client_id, s, stream_id),
+                Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id),
                 // Results of server commands (none sent yet) and anything else.
                 _ if g.clients.get(&client_id).is_some() => continue,
                 _ => Ok(with_status(Refused::new(
@@ -80,7 +90,17 @@ fn with_status(r: Refused) -> TelemetryCommand {
 }
 
 /// `processAndWriteClientSettings`.
-fn settings(g: &Grpc, client_id: &str, s: Settings, stream: u64) -> Result<TelemetryCommand, tonic::Status> {
+fn settings(
+    g: &Grpc,
+    client_id: &str,
+    who: &Authority,
+    s: Settings,
+    stream: u64,
+) -> Result<TelemetryCommand, tonic::Status> {
+    // The ACL first, as Java's pipeline: a refusal is answered, the stream stays open.
+    if let Err(r) = s.check(who) {
+        return Ok(with_status(r));
+    }
     let refused = |r: Refused| tonic::Status::invalid_argument(r.why);
     match &s.pub_sub {
         Some(PubSub::Publishing(p)) => {

@@ -36,6 +36,14 @@ pub(super) fn sign(mut req: RemotingCommand, ak: &str, sk: &str) -> RemotingComm
 /// A broker with `aclEnable=true` and `accounts` as its `conf/plain_acl.yml`; the directories
 /// (its home, its store) live as long as the caller keeps them.
 pub(super) async fn start_acl_broker(accounts: &str) -> (TestBroker, tempfile::TempDir, tempfile::TempDir) {
+    start_acl_broker_with(accounts, |_| {}).await
+}
+
+/// As [`start_acl_broker`], with `tweak` applied to the config last.
+pub(super) async fn start_acl_broker_with(
+    accounts: &str,
+    tweak: impl FnOnce(&mut ferrocket::broker::BrokerConfig),
+) -> (TestBroker, tempfile::TempDir, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join("conf")).unwrap();
     std::fs::write(home.path().join("conf/plain_acl.yml"), accounts).unwrap();
@@ -44,6 +52,7 @@ pub(super) async fn start_acl_broker(accounts: &str) -> (TestBroker, tempfile::T
     let b = start_broker(store.path(), |c| {
         c.acl_enable = true;
         c.rocketmq_home = home_dir;
+        tweak(c);
     })
     .await;
     (b, home, store)

@@ -20,6 +20,7 @@ mod docs;
 mod golden;
 mod group_queries;
 mod grpc;
+mod grpc_acl;
 mod grpc_consume;
 mod grpc_tls;
 mod grpc_txn;

@@ -37,7 +37,7 @@ final class Grpc5Broker implements AutoCloseable {
         return start(name, Map.of());
     }
 
-    /** As {@link #start(String)}, with more {@code broker.conf} keys. */
+    /** As {@link #start(String)}, with {@code extra} broker.conf keys over the defaults. */
     static Grpc5Broker start(String name, Map<String, String> extra) throws Exception {
         String value = System.getProperty("ferrocket.bin", "").trim();
         Path bin = Path.of(value);
