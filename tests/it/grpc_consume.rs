@@ -288,7 +288,10 @@ async fn a_fifo_group_gets_every_queue_and_one_queue_stays_locked_until_acked() 
     let mut other = c.clone();
     let waiting = tokio::spawn(async move { receive(&mut other, held).await });
     let started = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_millis(300)).await; // let the receive reach its long poll
+    let parked = super::support::eventually(Duration::from_secs(10), || async {
+        b.inner.pop.held_pops("GcFifoG", "GcFifo", -1) == 1
+    });
+    assert!(parked.await, "the receive never reached its long poll");
     assert_eq!(code(&ack(&mut c, "GcFifoG", "GcFifo", &[handle(&first[0])]).await.status), Code::Ok);
     let (st, second) = waiting.await.unwrap();
     assert_eq!(st, Code::Ok);
