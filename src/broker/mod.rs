@@ -416,7 +416,7 @@ impl Broker {
         inner.closing.cancel();
         register::unregister_all(&inner).await;
         tracker.close();
-        // A task that does not end keeps the broker from stopping: say which kind is left.
+        // A task that does not end keeps the broker from stopping: say how many are left.
         while tokio::time::timeout(Duration::from_secs(5), tracker.wait()).await.is_err() {
             warn!(tasks = tracker.len(), "broker stopping: still waiting for tasks to end");
         }

@@ -110,7 +110,7 @@ impl TestBroker {
     pub async fn stop(self) {
         self.shutdown.cancel();
         // A hang guard, not a measure: a stop is normally well under a second (at most 0.7 s
-        // in a full run), but a CI machine busy with fsyncs has taken over 10 s once.
+        // in a full run), but one on a busy CI machine once took over 10 s (cause not known).
         let stopped = tokio::time::timeout(Duration::from_secs(30), self.task).await;
         let stopped = stopped.unwrap_or_else(|_| {
             panic!("broker did not stop in 30 s; listeners closed: {}", self.inner.closing.is_cancelled())
