@@ -21,6 +21,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -178,6 +179,7 @@ class HaTest {
      * replicated records, and a push consumer receives every acknowledged message from it.
      */
     @Test
+    @Tag("fault")
     void topicAutoCreatedOnSyncMasterIsConsumableFromTheSlaveAfterAKill() throws Exception {
         HaCluster c = HaCluster.start("fresh-topic", "SYNC_MASTER");
         DefaultMQProducer producer = null;
@@ -235,6 +237,7 @@ class HaTest {
      * {@code enablePropertyFilter=true}) receives from the slave exactly the 10 that match.
      */
     @Test
+    @Tag("fault")
     void transactionsCommittedOnSyncMasterAreConsumableFromTheSlaveAfterAKillAlsoThroughSql92() throws Exception {
         Map<String, String> sql = Map.of("enablePropertyFilter", "true");
         HaCluster c = HaCluster.start("transactions", "SYNC_MASTER", sql, sql);
@@ -406,6 +409,7 @@ class HaTest {
      * is consumed from it; nothing is delivered that was not sent.
      */
     @Test
+    @Tag("fault")
     void syncMasterKilledUnderLoadLosesNoAcknowledgedMessage() throws Exception {
         HaCluster c = HaCluster.start("sync-load", "SYNC_MASTER");
         try {
@@ -445,6 +449,7 @@ class HaTest {
      * is delivered was sent, and that the consumer does go on from the slave.
      */
     @Test
+    @Tag("fault")
     void asyncMasterKilledUnderLoadReportsLoss() throws Exception {
         HaCluster c = HaCluster.start("async-load", "ASYNC_MASTER");
         try {
@@ -483,6 +488,7 @@ class HaTest {
      * stats show it served them.
      */
     @Test
+    @Tag("fault")
     void consumerReadingDataNoLongerInMemoryIsSentToTheSlave() throws Exception {
         Map<String, String> slow = Map.of("slaveReadEnable", "true", "accessMessageInMemoryMaxRatio", "0");
         HaCluster c = HaCluster.start("slow-consumer", "ASYNC_MASTER", slow, slow);

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.TestMethodOrder;
@@ -188,6 +189,7 @@ class MultiMasterTest {
 
     @Test
     @Order(2)
+    @Tag("fault")
     void killedMasterLosesNoAcknowledgedMessageAndSendsGoOnOnTheOther() throws Exception {
         String topic = Compat.unique("multi-kill");
         bgen.createTopic(cluster.admin(0), MultiBrokerCluster.CLUSTER, topic, 4);

@@ -23,6 +23,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -245,6 +246,7 @@ class TimerMessageTest {
     }
 
     @Test
+    @Tag("fault")
     void timersSurviveACleanRestartAndAKill9AndThoseDueMeanwhileComeAtStart() throws Exception {
         String topic = Compat.unique("timer-restart");
         env.createTopic(topic, 2, 2, PERM_RW);

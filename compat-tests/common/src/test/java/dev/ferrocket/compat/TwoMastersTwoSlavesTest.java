@@ -16,6 +16,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * counted and reported (the consumer must get every other one). Then the master comes back on its
  * store, the consumer moves back to it (its slave serves no more pulls), and new messages flow.
  */
+@Tag("fault")
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @ExtendWith(BrokerLogsOnFailure.class)
 class TwoMastersTwoSlavesTest {
