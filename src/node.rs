@@ -174,7 +174,18 @@ async fn bind_grpc(broker: &Broker, given: Option<TcpListener>) -> Result<Option
     };
     let advertised = (c.broker_ip1.clone(), c.grpc_listen_port);
     let grpc = Grpc::new(inner.core.clone(), Arc::new(BrokerHooks(inner.clone())), advertised);
+    // Weak: the door holds the broker (BrokerHooks), the broker must not hold the door.
+    inner.check_doors.add(Arc::new(GrpcChecks(Arc::downgrade(&grpc))));
     Ok(Some((grpc, Listener::new(socket, config))))
+}
+
+/// The transaction check service's way to the gRPC door's producers.
+struct GrpcChecks(std::sync::Weak<Grpc>);
+
+impl crate::broker::transaction::CheckDoor for GrpcChecks {
+    fn ask(&self, group: &str, sent: &[u8], commit_log_offset: i64, queue_offset: i64) -> bool {
+        self.0.upgrade().is_some_and(|g| g.recover_orphaned(group, sent, commit_log_offset, queue_offset))
+    }
 }
 
 /// The broker's side of a gRPC send: its timer, delay levels and half messages.
@@ -194,7 +205,8 @@ impl BrokerSide for BrokerHooks {
     fn end_transaction(&self, e: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>> {
         use crate::broker::transaction::end::{end, EndTxnError as Refused};
         Box::pin(async move {
-            let done = end(&self.0, e.commit_log_offset, e.queue_offset, &e.producer_group, &e.message_id, e.commit);
+            let (group, id) = (&e.producer_group, &e.message_id);
+            let done = end(&self.0, e.commit_log_offset, e.queue_offset, group, id, e.commit, e.from_check);
             done.await.map_err(|r| match r {
                 Refused::Unknown(why) => EndTxnError::Unknown(why),
                 Refused::Failed(why) => EndTxnError::Failed(why),

@@ -79,6 +79,8 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Transactions committed here but not yet on the slaves (SYNC_MASTER).
     pub unreplicated_commits: transaction::UnreplicatedCommits,
+    /// Producers of other doors the transaction check service may ask (the gRPC door's).
+    pub check_doors: transaction::CheckDoors,
     /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
     pub config_file: config_file::BrokerConfigFile,
     /// Slave role: replicates from the master.
@@ -295,6 +297,7 @@ impl Broker {
             schedule,
             timer,
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
+            check_doors: transaction::CheckDoors::default(),
             outbound,
             topics_learned: Notify::new(),
             cold_ctr: coldctr::ColdDataCtr::default(),

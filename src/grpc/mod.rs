@@ -13,6 +13,8 @@
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
 //!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
+//!     recover.rs    RecoverOrphanedTransactionCommand on a producer's Telemetry stream, when
+//!                   the broker's check service asks ([`Grpc::recover_orphaned`])
 //!     assign.rs     QueryAssignment: queue -1 (every queue for an orderly group)
 //!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
 //!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
@@ -39,6 +41,7 @@ mod hash;
 mod listener;
 pub mod pb;
 mod receipt;
+mod recover;
 mod renew;
 mod route;
 mod send;
@@ -85,6 +88,9 @@ pub struct EndTxn {
     pub producer_group: String,
     pub message_id: String,
     pub commit: bool,
+    /// The producer answers a check (source SERVER_CHECK): the half message's check immunity
+    /// does not refuse it (Java's `fromTransactionCheck`).
+    pub from_check: bool,
 }
 
 /// Why a transaction was not ended.

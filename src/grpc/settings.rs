@@ -31,10 +31,14 @@ const DEFAULT_BACKOFF_MS: [i64; 18] = [
     600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000,
 ];
 
-/// One client: its raw settings and which Telemetry stream registered them.
+/// The sending half of a client's Telemetry stream: server commands go there.
+pub type Commands = tokio::sync::mpsc::Sender<Result<super::pb::TelemetryCommand, tonic::Status>>;
+
+/// One client: its raw settings, which Telemetry stream registered them, and that stream.
 struct Client {
     settings: Settings,
     stream: u64,
+    commands: Commands,
 }
 
 #[derive(Default)]
@@ -47,18 +51,35 @@ impl Clients {
         self.map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records a client's settings from Telemetry stream `stream`.
-    pub fn put(&self, id: &str, settings: Settings, stream: u64) -> Result<(), Refused> {
+    /// Records a client's settings from Telemetry stream `stream`, whose server commands go to
+    /// `commands`.
+    pub fn put(&self, id: &str, settings: Settings, stream: u64, commands: Commands) -> Result<(), Refused> {
         let mut map = self.lock();
         if !map.contains_key(id) && map.len() >= MAX_CLIENTS {
             return Err(Refused::new(Code::TooManyRequests, format!("more than {MAX_CLIENTS} clients")));
         }
-        map.insert(id.to_owned(), Client { settings, stream });
+        map.insert(id.to_owned(), Client { settings, stream, commands });
         Ok(())
     }
 
     pub fn get(&self, id: &str) -> Option<Settings> {
         self.lock().get(id).map(|c| c.settings.clone())
+    }
+
+    /// The producers whose settings publish to `topic`, with their Telemetry streams, sorted by
+    /// client id.
+    pub fn publishers_of(&self, topic: &str) -> Vec<(String, Commands)> {
+        let map = self.lock();
+        let mut found: Vec<(String, Commands)> = map
+            .iter()
+            .filter(|(_, c)| match &c.settings.pub_sub {
+                Some(PubSub::Publishing(p)) => p.topics.iter().any(|t| t.name == topic),
+                _ => false,
+            })
+            .map(|(id, c)| (id.clone(), c.commands.clone()))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found
     }
 
     /// Forgets a client; with `stream`, only if that stream registered it (a reconnected
@@ -144,18 +165,42 @@ mod tests {
     #[test]
     fn the_table_is_bounded_and_a_newer_stream_keeps_its_client() {
         let c = Clients::default();
-        c.put("a", Settings::default(), 1).unwrap();
-        c.put("a", Settings::default(), 2).unwrap();
+        let tx: Commands = tokio::sync::mpsc::channel(1).0;
+        c.put("a", Settings::default(), 1, tx.clone()).unwrap();
+        c.put("a", Settings::default(), 2, tx.clone()).unwrap();
         c.remove("a", Some(1));
         assert!(c.get("a").is_some());
         c.remove("a", Some(2));
         assert!(c.get("a").is_none());
         for i in 0..MAX_CLIENTS {
-            c.put(&i.to_string(), Settings::default(), 0).unwrap();
+            c.put(&i.to_string(), Settings::default(), 0, tx.clone()).unwrap();
         }
-        assert_eq!(c.put("one more", Settings::default(), 0).unwrap_err().code, Code::TooManyRequests);
-        c.put("0", Settings::default(), 0).unwrap();
+        assert_eq!(c.put("one more", Settings::default(), 0, tx.clone()).unwrap_err().code, Code::TooManyRequests);
+        c.put("0", Settings::default(), 0, tx).unwrap();
         assert_eq!(c.len(), MAX_CLIENTS);
+    }
+
+    #[test]
+    fn publishers_of_a_topic_are_the_producers_that_declare_it() {
+        use super::super::pb::{Publishing, Resource, Subscription};
+        let c = Clients::default();
+        let tx: Commands = tokio::sync::mpsc::channel(1).0;
+        let publishing = |topics: &[&str]| Settings {
+            pub_sub: Some(PubSub::Publishing(Publishing {
+                topics: topics.iter().map(|t| Resource { name: (*t).into(), ..Resource::default() }).collect(),
+                ..Publishing::default()
+            })),
+            ..Settings::default()
+        };
+        c.put("p2", publishing(&["T", "U"]), 1, tx.clone()).unwrap();
+        c.put("p1", publishing(&["T"]), 2, tx.clone()).unwrap();
+        c.put("p3", publishing(&["U"]), 3, tx.clone()).unwrap();
+        let consumer = Settings { pub_sub: Some(PubSub::Subscription(Subscription::default())), ..Settings::default() };
+        c.put("c1", consumer, 4, tx).unwrap();
+        let ids = |t: &str| c.publishers_of(t).into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        assert_eq!(ids("T"), ["p1", "p2"]);
+        assert_eq!(ids("U"), ["p2", "p3"]);
+        assert!(ids("V").is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! With `aclEnable`, the headers that open the stream are authenticated (`auth.rs`: refused,
 //! the only answer is UNAUTHORIZED) and each Settings needs its topics' and group's permissions
 //! (FORBIDDEN in the answer, the stream stays open).
+//! The stream also carries the server's commands to the client (`recover.rs`).
 //! The stream ends when the client closes it or the broker shuts down; the client's settings
 //! and its auto-renewed messages (`renew.rs`) go with it.
 //!
@@ -57,8 +58,9 @@ pub fn open(
                 }
             };
             let answer = match cmd.command {
-                Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id),
-                // Results of server commands (none sent yet) and anything else.
+                Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id, &tx),
+                // Results of server commands (a RecoverOrphanedTransactionCommand is answered by
+                // EndTransaction, not here) and anything else.
                 _ if g.clients.get(&client_id).is_some() => continue,
                 _ => Ok(with_status(Refused::new(
                     Code::UnrecognizedClientType,
@@ -96,6 +98,7 @@ fn settings(
     who: &Authority,
     s: Settings,
     stream: u64,
+    commands: &super::settings::Commands,
 ) -> Result<TelemetryCommand, tonic::Status> {
     // The ACL first, as Java's pipeline: a refusal is answered, the stream stays open.
     if let Err(r) = s.check(who) {
@@ -120,7 +123,7 @@ fn settings(
         None => return Err(tonic::Status::invalid_argument("there is no publishing or subscription data in settings")),
     }
     let merged = super::settings::merged(&g.core, &s);
-    if let Err(r) = g.clients.put(client_id, s, stream) {
+    if let Err(r) = g.clients.put(client_id, s, stream, commands.clone()) {
         return Ok(with_status(r));
     }
     Ok(TelemetryCommand { status: Some(status::ok()), command: Some(Command::Settings(merged)) })

@@ -3,11 +3,13 @@
 //! message; the broker checks it against the topic (a gRPC producer's group) and the message id
 //! before it commits or rolls back ([`super::BrokerSide::end_transaction`]). A forged or stale
 //! id ends nothing: INVALID_TRANSACTION_ID. An UNSPECIFIED resolution is answered OK and
-//! changes nothing, as Java's UNKNOWN (the check service asks the producer later).
+//! changes nothing, as Java's UNKNOWN (the check service asks the producer later). An answer to
+//! the check service (source SERVER_CHECK) is taken after the half message's check immunity
+//! too, as Java's `fromTransactionCheck`.
 //!
 //! May import: `grpc`.
 
-use super::pb::{Code, EndTransactionRequest, EndTransactionResponse, TransactionResolution};
+use super::pb::{Code, EndTransactionRequest, EndTransactionResponse, TransactionResolution, TransactionSource};
 use super::status::{self, Refused};
 use super::{validate, EndTxn, EndTxnError, Grpc};
 
@@ -48,6 +50,7 @@ async fn end(g: &Grpc, req: &EndTransactionRequest) -> Result<(), Refused> {
         producer_group: topic.to_owned(),
         message_id: req.message_id.clone(),
         commit,
+        from_check: req.source == TransactionSource::SourceServerCheck as i32,
     };
     g.broker.end_transaction(end).await.map_err(|e| match e {
         EndTxnError::Unknown(_) => invalid(),

@@ -76,6 +76,24 @@ pub async fn send(c: &mut MessagingServiceClient<Channel>, msgs: Vec<Message>) -
     c.send_message(with_id(SendMessageRequest { messages: msgs })).await.expect("no gRPC error").into_inner()
 }
 
+/// Opens a Telemetry stream as `client_id` and sends `settings` on it: the sender (the stream
+/// ends when it is dropped) and the server's side of the stream.
+pub async fn telemetry(
+    c: &MessagingServiceClient<Channel>,
+    client_id: &str,
+    settings: Settings,
+) -> (tokio::sync::mpsc::Sender<TelemetryCommand>, tonic::Streaming<TelemetryCommand>) {
+    let (tx, rx) = tokio::sync::mpsc::channel::<TelemetryCommand>(4);
+    let inbound = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    let mut req = tonic::Request::new(inbound);
+    req.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
+    let answers = c.clone().telemetry(req).await.expect("telemetry opens").into_inner();
+    tx.send(TelemetryCommand { status: None, command: Some(telemetry_command::Command::Settings(settings)) })
+        .await
+        .unwrap();
+    (tx, answers)
+}
+
 pub fn code(s: &Option<Status>) -> Code {
     Code::try_from(s.as_ref().map_or(0, |s| s.code)).unwrap_or(Code::Unspecified)
 }
@@ -358,9 +376,6 @@ async fn the_long_polling_bounds_are_the_proxys_keys() {
     .await;
     topic(&b, "GrpcPollBounds", 1, None);
     let mut c = plain_client(&b).await;
-    let (tx, rx) = tokio::sync::mpsc::channel::<TelemetryCommand>(4);
-    let inbound = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
-    let mut answers = c.telemetry(with_id(inbound)).await.expect("telemetry opens").into_inner();
     let subscribing = Settings {
         client_type: Some(ClientType::SimpleConsumer as i32),
         pub_sub: Some(settings::PubSub::Subscription(Subscription {
@@ -369,9 +384,7 @@ async fn the_long_polling_bounds_are_the_proxys_keys() {
         })),
         ..Default::default()
     };
-    tx.send(TelemetryCommand { status: None, command: Some(telemetry_command::Command::Settings(subscribing)) })
-        .await
-        .unwrap();
+    let (_tx, mut answers) = telemetry(&c, CLIENT_ID, subscribing).await;
     let a = answers.message().await.unwrap().expect("settings answered");
     let Some(telemetry_command::Command::Settings(s)) = a.command else { panic!("{a:?}") };
     let Some(settings::PubSub::Subscription(sub)) = s.pub_sub else { panic!("{s:?}") };

@@ -1,12 +1,13 @@
 //! EndTransaction on the gRPC door: the transaction id SendMessage gave commits the half message
 //! onto its topic or rolls it back; a forged id, another message's id or another topic ends
-//! nothing (INVALID_TRANSACTION_ID).
+//! nothing (INVALID_TRANSACTION_ID). A transaction left open is asked about on its producer's
+//! Telemetry stream (RecoverOrphanedTransactionCommand).
 
 use std::time::Duration;
 
 use ferrocket::grpc::pb::*;
 
-use super::grpc::{code, grpc_broker, message, plain_client, prop, resource, send, stored, topic, with_id};
+use super::grpc::{code, grpc_broker, message, plain_client, prop, resource, send, stored, telemetry, topic, with_id};
 
 fn half(topic: &str, id: &str) -> Message {
     let mut m = message(topic, id, format!("body of {id}").as_bytes());
@@ -95,5 +96,64 @@ async fn a_commit_the_slaves_did_not_get_is_refused_and_a_retry_stores_nothing_t
         assert_eq!(b.inner.store.max_offset_in_queue("GrpcTxnSync", 0), 1, "attempt {attempt}: committed once");
         assert_eq!(b.inner.store.max_offset_in_queue(op, 0), 0, "attempt {attempt}: no op record");
     }
+    b.stop().await;
+}
+
+/// A transaction its gRPC producer never ends: the check service asks that producer on its
+/// Telemetry stream (RecoverOrphanedTransactionCommand, with the message as sent and a
+/// transaction id), and the producer's answer (EndTransaction, source SERVER_CHECK, that id)
+/// commits it. A producer of another topic is not asked.
+#[tokio::test]
+async fn an_open_transaction_is_recovered_through_the_producers_telemetry_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |c| {
+        c.transaction_time_out = 300;
+        c.transaction_check_interval = 200;
+    })
+    .await;
+    topic(&b, "GrpcTxnRecover", 1, Some("TRANSACTION"));
+    topic(&b, "GrpcTxnBystander", 1, Some("TRANSACTION"));
+    let mut c = plain_client(&b).await;
+    let publishing = |topic: &str| Settings {
+        client_type: Some(ClientType::Producer as i32),
+        pub_sub: Some(settings::PubSub::Publishing(Publishing {
+            topics: vec![resource(topic).unwrap()],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let (_keep, mut producer) = telemetry(&c, "it-txn-producer", publishing("GrpcTxnRecover")).await;
+    let (_keep2, mut bystander) = telemetry(&c, "it-txn-bystander", publishing("GrpcTxnBystander")).await;
+    for answers in [&mut producer, &mut bystander] {
+        let a = answers.message().await.unwrap().expect("settings answered");
+        assert_eq!(code(&a.status), Code::Ok, "{a:?}");
+    }
+    let r = send(&mut c, vec![half("GrpcTxnRecover", "left-open")]).await;
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    let sent_txn = r.entries[0].transaction_id.clone();
+
+    let asked = tokio::time::timeout(Duration::from_secs(20), producer.message()).await;
+    let asked = asked.expect("the producer is asked within 20 s").unwrap().expect("a command");
+    let Some(telemetry_command::Command::RecoverOrphanedTransactionCommand(cmd)) = asked.command else {
+        panic!("{asked:?}")
+    };
+    let m = cmd.message.expect("the message");
+    assert_eq!(m.topic.as_ref().map(|t| t.name.as_str()), Some("GrpcTxnRecover"));
+    assert_eq!(m.body.as_ref(), b"body of left-open");
+    let sys = m.system_properties.expect("system properties");
+    assert_eq!(sys.message_id, "left-open");
+    assert_eq!(sys.message_type, MessageType::Transaction as i32);
+    assert_eq!(sys.receipt_handle, None, "a check carries no receipt");
+    assert_ne!(cmd.transaction_id, sent_txn, "it names the copy the check stored");
+
+    let mut answer = end("GrpcTxnRecover", "left-open", &cmd.transaction_id, TransactionResolution::Commit);
+    answer.source = TransactionSource::SourceServerCheck as i32;
+    let r = c.end_transaction(with_id(answer)).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    let got = stored(&b, "GrpcTxnRecover", 0, 0).await.expect("the committed message");
+    assert_eq!(got.body.as_ref(), b"body of left-open");
+    // The bystander was never asked: its stream has nothing.
+    let nothing = tokio::time::timeout(Duration::from_millis(50), bystander.message()).await;
+    assert!(nothing.is_err(), "the producer of another topic is not asked: {nothing:?}");
     b.stop().await;
 }

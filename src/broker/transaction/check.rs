@@ -8,7 +8,7 @@
 //! times, or older than `fileReservedTime`, goes to TRANS_CHECK_MAX_TIME_TOPIC; any other is
 //! put again at the end of the half queue with `TRANSACTION_CHECK_TIMES` + 1 and its producer
 //! group is asked for the outcome (CHECK_TRANSACTION_STATE, oneway, to one live producer of the
-//! group). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
+//! group; with none, a producer of another door: [`super::CheckDoor`]). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
 //! op progress stays before an op record naming the original of an immunity copy not reached
 //! yet ([`ImmuneCopies`]).
 //! Runs on masters only; reading the store runs on the blocking pool, off the async workers.
@@ -269,20 +269,24 @@ async fn recheck(inner: &BrokerInner, half: &StoredMessage, times: i32) -> bool 
         return false;
     };
     let group = message::property_value(&half.properties, property::PGROUP).unwrap_or_default();
-    let channels = inner.producers.channels(group);
-    let Some(channel) = pick(&channels) else {
-        info!(
-            group,
-            half_offset = append.queue_offset,
-            check = times,
-            "no producer of the group online to check a transaction"
-        );
-        return true;
-    };
     let mut copy = half.clone();
     copy.queue_offset = append.queue_offset;
     copy.commit_log_offset = append.offsets[0];
     copy.store_timestamp = append.store_timestamp;
+    let channels = inner.producers.channels(group);
+    let Some(channel) = pick(&channels) else {
+        // A producer of another door (gRPC), or nobody.
+        let sent = encode_for_check(&copy);
+        if !inner.check_doors.ask(group, &sent, copy.commit_log_offset, copy.queue_offset) {
+            info!(
+                group,
+                half_offset = append.queue_offset,
+                check = times,
+                "no producer of the group online to check a transaction"
+            );
+        }
+        return true;
+    };
     let uniq = message::property_value(&half.properties, property::UNIQ_KEY).map(str::to_owned);
     let mut req = RemotingCommand::request(RequestCode::CHECK_TRANSACTION_STATE);
     CheckTransactionStateRequestHeader {

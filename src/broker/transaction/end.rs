@@ -35,7 +35,7 @@ pub struct Refusal {
 
 /// Commits (`commit`) or rolls back the half message at `commit_log_offset` / `queue_offset`
 /// of `producer_group` whose UNIQ_KEY is `message_id` (the gRPC door's EndTransaction; a gRPC
-/// producer's group is its topic).
+/// producer's group is its topic); `from_check` when it answers the check service.
 pub async fn end(
     b: &Arc<BrokerInner>,
     commit_log_offset: i64,
@@ -43,6 +43,7 @@ pub async fn end(
     producer_group: &str,
     message_id: &str,
     commit: bool,
+    from_check: bool,
 ) -> Result<(), EndTxnError> {
     if b.config.is_slave() {
         return Err(EndTxnError::Failed("a slave does not end transactions".into()));
@@ -58,8 +59,9 @@ pub async fn end(
         }
         _ => return Err(EndTxnError::Unknown("Find prepared transaction message failed".into())),
     };
-    // The Java proxy sends the SDK's end as END_TRANSACTION with fromTransactionCheck false.
-    if past_immunity(b, &half) {
+    // `rejectCommitOrRollback`: the producer's own end only within the check immunity; an
+    // answer to a check (source SERVER_CHECK) at any time.
+    if !from_check && past_immunity(b, &half) {
         return Err(EndTxnError::Failed("the transaction's check immunity is over: the check service decides".into()));
     }
     finish_half(b, &half, commit).await.map_err(|r| EndTxnError::Failed(r.remark))

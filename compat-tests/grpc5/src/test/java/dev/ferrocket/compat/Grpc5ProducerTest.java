@@ -10,9 +10,11 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.message.Message;
+import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 import org.apache.rocketmq.client.apis.producer.Transaction;
@@ -40,11 +42,13 @@ class Grpc5ProducerTest {
 
     @BeforeAll
     static void start() throws Exception {
-        broker = Grpc5Broker.start("producer");
+        // A transaction left open is asked about 3 s after its send, in checks every second.
+        broker = Grpc5Broker.start("producer", Map.of("transactionTimeOut", "3000", "transactionCheckInterval", "1000"));
         broker.createTopic("Grpc5Normal", 4, "NORMAL");
         broker.createTopic("Grpc5Fifo", 8, "FIFO");
         broker.createTopic("Grpc5Delay", 2, "DELAY");
         broker.createTopic("Grpc5Txn", 2, "TRANSACTION");
+        broker.createTopic("Grpc5TxnCheck", 2, "TRANSACTION");
         reader = new DefaultMQPullConsumer("Grpc5Reader");
         reader.setNamesrvAddr(broker.namesrvAddr());
         reader.start();
@@ -60,13 +64,16 @@ class Grpc5ProducerTest {
         }
     }
 
-    private static Producer producer(boolean tls, String... topics) throws Exception {
-        ClientConfiguration config = ClientConfiguration.newBuilder()
+    private static ClientConfiguration config(boolean tls) {
+        return ClientConfiguration.newBuilder()
             .setEndpoints(broker.grpcEndpoint())
             .enableSsl(tls)
             .setRequestTimeout(Duration.ofSeconds(10))
             .build();
-        return PROVIDER.newProducerBuilder().setClientConfiguration(config).setTopics(topics).build();
+    }
+
+    private static Producer producer(boolean tls, String... topics) throws Exception {
+        return PROVIDER.newProducerBuilder().setClientConfiguration(config(tls)).setTopics(topics).build();
     }
 
     /** Every message of {@code topic} by queue id, read from offset 0 with the remoting client. */
@@ -161,12 +168,7 @@ class Grpc5ProducerTest {
 
     @Test
     void transactionalSendIsReadableOnceCommitted() throws Exception {
-        ClientConfiguration config = ClientConfiguration.newBuilder()
-            .setEndpoints(broker.grpcEndpoint())
-            .enableSsl(true)
-            .setRequestTimeout(Duration.ofSeconds(10))
-            .build();
-        try (Producer p = PROVIDER.newProducerBuilder().setClientConfiguration(config).setTopics("Grpc5Txn")
+        try (Producer p = PROVIDER.newProducerBuilder().setClientConfiguration(config(true)).setTopics("Grpc5Txn")
             .setTransactionChecker(view -> TransactionResolution.ROLLBACK).build()) {
             Transaction committed = p.beginTransaction();
             p.send(PROVIDER.newMessageBuilder().setTopic("Grpc5Txn")
@@ -182,5 +184,33 @@ class Grpc5ProducerTest {
             () -> flat(readAll("Grpc5Txn")), l -> !l.isEmpty());
         assertEquals(1, got.size());
         assertEquals("committed", body(got.get(0)));
+    }
+
+    /**
+     * A transaction its producer neither commits nor rolls back: the broker's check service asks
+     * the producer (RecoverOrphanedTransactionCommand on its Telemetry stream), the SDK's
+     * TransactionChecker answers COMMIT, and the message becomes readable.
+     */
+    @Test
+    void aTransactionLeftOpenIsCommittedWhenTheBrokerAsksTheChecker() throws Exception {
+        AtomicReference<MessageView> asked = new AtomicReference<>();
+        try (Producer p = PROVIDER.newProducerBuilder().setClientConfiguration(config(true)).setTopics("Grpc5TxnCheck")
+            .setTransactionChecker(view -> {
+                asked.compareAndSet(null, view);
+                return TransactionResolution.COMMIT;
+            }).build()) {
+            Transaction open = p.beginTransaction();
+            SendReceipt sent = p.send(PROVIDER.newMessageBuilder().setTopic("Grpc5TxnCheck").setKeys("open-key")
+                .setBody("left open".getBytes(StandardCharsets.UTF_8)).build(), open);
+            List<MessageExt> got = Wait.until("the message the checker committed", Duration.ofSeconds(30),
+                () -> flat(readAll("Grpc5TxnCheck")), l -> !l.isEmpty());
+            assertEquals(1, got.size());
+            assertEquals("left open", body(got.get(0)));
+            MessageView view = asked.get();
+            assertEquals(sent.getMessageId().toString(), view.getMessageId().toString());
+            assertEquals("Grpc5TxnCheck", view.getTopic());
+            assertEquals("left open", StandardCharsets.UTF_8.decode(view.getBody()).toString());
+            assertTrue(view.getKeys().contains("open-key"), "keys of the checked message: " + view.getKeys());
+        }
     }
 }
