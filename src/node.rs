@@ -27,6 +27,7 @@ use tracing::info;
 
 use crate::broker::{Broker, BrokerConfig, BrokerInner, StartError};
 use crate::grpc::{BoxFuture, BrokerSide, EndTxn, EndTxnError, Grpc};
+use crate::grpc::{DoorRole, DoorSession};
 use crate::kafka::Kafka;
 use crate::model::message::MessageToStore;
 use crate::net::{Listener, ListenerConfig, ListenerKind};
@@ -174,24 +175,21 @@ async fn bind_grpc(broker: &Broker, given: Option<TcpListener>) -> Result<Option
     };
     let advertised = (c.broker_ip1.clone(), c.grpc_listen_port);
     let grpc = Grpc::new(inner.core.clone(), Arc::new(BrokerHooks(inner.clone())), advertised);
-    // Weak: the door holds the broker (BrokerHooks), the broker must not hold the door.
-    inner.check_doors.add(Arc::new(GrpcChecks(Arc::downgrade(&grpc))));
     Ok(Some((grpc, Listener::new(socket, config))))
-}
-
-/// The transaction check service's way to the gRPC door's producers.
-struct GrpcChecks(std::sync::Weak<Grpc>);
-
-impl crate::broker::transaction::CheckDoor for GrpcChecks {
-    fn ask(&self, group: &str, sent: &[u8], commit_log_offset: i64, queue_offset: i64) -> bool {
-        self.0.upgrade().is_some_and(|g| g.recover_orphaned(group, sent, commit_log_offset, queue_offset))
-    }
 }
 
 /// The broker's side of a gRPC send: its timer, delay levels and half messages.
 struct BrokerHooks(Arc<BrokerInner>);
 
 impl BrokerSide for BrokerHooks {
+    fn client_seen(&self, session: DoorSession, role: DoorRole) -> BoxFuture<'_, ()> {
+        Box::pin(crate::broker::door::heartbeat(&self.0, session, role))
+    }
+
+    fn client_gone(&self, session: u64) -> BoxFuture<'_, ()> {
+        Box::pin(crate::broker::door::gone(&self.0, session))
+    }
+
     fn divert_delayed(&self, msg: &mut MessageToStore) -> Result<(), String> {
         self.0.timer.divert(msg).map_err(|(_, why)| why)?;
         self.0.schedule.divert(msg);

@@ -12,10 +12,51 @@ use crate::protocol::body::client::{ConsumerData, SubscriptionData};
 use crate::protocol::LanguageCode;
 use crate::remoting::Connection;
 
+pub use crate::core::door::DoorClient;
+
+/// How the broker reaches a client: its remoting connection, or another door's session.
+#[derive(Clone)]
+pub enum Link {
+    Remoting(Arc<Connection>),
+    /// `id` is unique among links (see [`DOOR_LINK_IDS`]).
+    Door {
+        id: u64,
+        peer: std::net::SocketAddr,
+        client: Arc<dyn DoorClient>,
+    },
+}
+
+/// Ids of door links have this bit set; remoting connection ids never do.
+pub const DOOR_LINK_IDS: u64 = 1 << 63;
+
+impl Link {
+    pub fn id(&self) -> u64 {
+        match self {
+            Self::Remoting(c) => c.id(),
+            Self::Door { id, .. } => *id,
+        }
+    }
+
+    pub fn peer(&self) -> std::net::SocketAddr {
+        match self {
+            Self::Remoting(c) => c.peer(),
+            Self::Door { peer, .. } => *peer,
+        }
+    }
+
+    /// The remoting connection, for requests only remoting clients answer.
+    pub fn remoting(&self) -> Option<&Arc<Connection>> {
+        match self {
+            Self::Remoting(c) => Some(c),
+            Self::Door { .. } => None,
+        }
+    }
+}
+
 /// One client connection in a group.
 #[derive(Clone)]
 pub struct ClientChannel {
-    pub conn: Arc<Connection>,
+    pub link: Link,
     pub client_id: String,
     pub language: LanguageCode,
     pub version: i32,
@@ -77,8 +118,8 @@ impl ConsumerManager {
     pub fn refresh(&self, group: &str, fingerprint: i64, channel: ClientChannel) -> Option<bool> {
         let mut groups = self.groups();
         let info = groups.get_mut(group).filter(|i| i.fingerprint == fingerprint)?;
-        let known = info.channels.contains_key(&channel.conn.id());
-        info.channels.insert(channel.conn.id(), channel);
+        let known = info.channels.contains_key(&channel.link.id());
+        info.channels.insert(channel.link.id(), channel);
         known.then_some(false)
     }
 
@@ -98,7 +139,7 @@ impl ConsumerManager {
         info.message_model = data.message_model.clone();
         info.consume_from_where = data.consume_from_where.clone();
         info.fingerprint = fingerprint;
-        let changed = info.channels.insert(channel.conn.id(), channel).is_none();
+        let changed = info.channels.insert(channel.link.id(), channel).is_none();
         for sub in &data.subscription_data_set {
             match info.subscriptions.get(&sub.topic) {
                 Some(old) if old.sub_version >= sub.sub_version => {}
@@ -163,15 +204,15 @@ impl ConsumerManager {
         changed
     }
 
-    /// Drops members silent for longer than `timeout`; returns (group, connection) removed.
-    pub fn scan_expired(&self, timeout: Duration) -> Vec<(String, Arc<Connection>)> {
+    /// Drops members silent for longer than `timeout`; returns (group, link) removed.
+    pub fn scan_expired(&self, timeout: Duration) -> Vec<(String, Link)> {
         let mut groups = self.groups();
         let mut expired = Vec::new();
         for (name, info) in groups.iter_mut() {
             info.channels.retain(|_, c| {
                 let alive = c.last_update.elapsed() <= timeout;
                 if !alive {
-                    expired.push((name.clone(), c.conn.clone()));
+                    expired.push((name.clone(), c.link.clone()));
                 }
                 alive
             });
@@ -211,7 +252,7 @@ impl ProducerManager {
     }
 
     pub fn register(&self, group: &str, channel: ClientChannel) {
-        self.groups().entry(group.to_owned()).or_default().insert(channel.conn.id(), channel);
+        self.groups().entry(group.to_owned()).or_default().insert(channel.link.id(), channel);
     }
 
     pub fn unregister(&self, group: &str, conn_id: u64) {

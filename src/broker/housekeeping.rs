@@ -47,9 +47,11 @@ pub(super) async fn run(inner: Arc<BrokerInner>, shutdown: CancellationToken) {
             let timeout = Duration::from_millis(inner.config.channel_expired_timeout);
             let expired = inner.consumers.scan_expired(timeout);
             inner.producers.scan_expired(timeout);
-            for (group, conn) in expired {
-                warn!(group, peer = %conn.peer(), "consumer channel expired: no heartbeat");
-                conn.close();
+            for (group, link) in expired {
+                warn!(group, peer = %link.peer(), "consumer channel expired: no heartbeat");
+                if let Some(conn) = link.remoting() {
+                    conn.close();
+                }
                 inner.notify_consumer_ids_changed(&group).await;
             }
         }

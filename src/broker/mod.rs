@@ -21,6 +21,7 @@ pub mod config_file;
 pub use crate::meta::live::LiveConfig;
 pub use crate::meta::{config, hold, offset, subscription, topic};
 pub mod convert;
+pub mod door;
 pub mod filter;
 mod housekeeping;
 pub mod lock;
@@ -79,8 +80,6 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Transactions committed here but not yet on the slaves (SYNC_MASTER).
     pub unreplicated_commits: transaction::UnreplicatedCommits,
-    /// Producers of other doors the transaction check service may ask (the gRPC door's).
-    pub check_doors: transaction::CheckDoors,
     /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
     pub config_file: config_file::BrokerConfigFile,
     /// Slave role: replicates from the master.
@@ -124,7 +123,9 @@ impl BrokerInner {
         for ch in info.channels.values() {
             let req =
                 RemotingCommand::request(RequestCode::NOTIFY_CONSUMER_IDS_CHANGED).with_ext("consumerGroup", group);
-            if let Err(e) = ch.conn.invoke_oneway(req).await {
+            // A gRPC client does not rebalance: only remoting members are told.
+            let Some(conn) = ch.link.remoting() else { continue };
+            if let Err(e) = conn.invoke_oneway(req).await {
                 warn!(group, client = ch.client_id, error = %e, "cannot notify consumer of membership change");
             }
         }
@@ -297,7 +298,6 @@ impl Broker {
             schedule,
             timer,
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
-            check_doors: transaction::CheckDoors::default(),
             outbound,
             topics_learned: Notify::new(),
             cold_ctr: coldctr::ColdDataCtr::default(),

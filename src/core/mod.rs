@@ -17,7 +17,8 @@
 //! Owns: [`Core`] (the managers both doors use, flow-control permits, the put/get counters,
 //! the registration tickets), the standard properties a broker writes into every message
 //! (`properties.rs`), the code table, and what Kafka transactions leave in the log (`txn.rs`:
-//! open transactions, aborted ranges; read by Kafka fetches and RocketMQ pulls alike).
+//! open transactions, aborted ranges; read by Kafka fetches and RocketMQ pulls alike), and the
+//! shapes in which the gRPC door's clients reach the broker's client tables (`door.rs`).
 //!
 //! May import: `model`, `store`, `meta`, `ha` (the replica wait), `acl` (the accounts every door
 //! checks), `telemetry`, `persist`. Never a
@@ -26,6 +27,7 @@
 pub mod append;
 pub mod committed;
 mod compaction;
+pub mod door;
 pub mod outcome;
 pub mod pop;
 pub mod properties;

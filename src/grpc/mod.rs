@@ -13,8 +13,8 @@
 //!     send.rs       SendMessage: validate.rs checks, FIFO queue by hash.rs (Guava's
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
 //!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
-//!     recover.rs    RecoverOrphanedTransactionCommand on a producer's Telemetry stream, when
-//!                   the broker's check service asks ([`Grpc::recover_orphaned`])
+//!     recover.rs    a client's Telemetry stream as the broker's client tables hold it:
+//!                   RecoverOrphanedTransactionCommand when the check service asks
 //!     assign.rs     QueryAssignment: queue -1 (every queue for an orderly group)
 //!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
 //!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
@@ -58,6 +58,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use crate::core::door::{DoorRole, DoorSession};
 use crate::core::Core;
 use crate::model::message::MessageToStore;
 use crate::net::Listener;
@@ -74,6 +75,10 @@ pub trait BrokerSide: Send + Sync + 'static {
     fn to_half(&self, msg: &mut MessageToStore);
     /// Ends the transaction of the half message `end` names: commit puts it on its topic.
     fn end_transaction(&self, end: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>>;
+    /// A client's heartbeat: it joins (or stays in) the broker's producer or consumer groups.
+    fn client_seen(&self, session: DoorSession, role: DoorRole) -> BoxFuture<'_, ()>;
+    /// A client's session (Telemetry stream) ended: it leaves every group.
+    fn client_gone(&self, session: u64) -> BoxFuture<'_, ()>;
 }
 
 /// A future a [`BrokerSide`] returns.

@@ -125,6 +125,7 @@ async fn renew_due(g: &Grpc, now: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::door::{DoorRole, DoorSession};
     use crate::core::pop::{PopRequest, TopicMark};
     use crate::core::Core;
     use crate::grpc::{BoxFuture, BrokerSide, EndTxn, EndTxnError};
@@ -140,6 +141,12 @@ mod tests {
         fn to_half(&self, _: &mut MessageToStore) {}
         fn end_transaction(&self, _: EndTxn) -> BoxFuture<'_, Result<(), EndTxnError>> {
             Box::pin(async { Ok(()) })
+        }
+        fn client_seen(&self, _: DoorSession, _: DoorRole) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+        fn client_gone(&self, _: u64) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
         }
     }
 

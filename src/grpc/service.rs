@@ -15,11 +15,15 @@ use super::auth::{self, Guarded};
 use super::pb::messaging_service_server::MessagingService;
 use super::pb::settings::PubSub;
 use super::pb::*;
+use super::recover::CommandSink;
 use super::status::{self, Refused};
 use super::{ack, assign, consume, route, send, telemetry, txn, validate, Grpc};
+use crate::core::door::{DoorRole, DoorSession};
 
 /// The header every 5.x SDK sends with its client id.
 pub const CLIENT_ID_HEADER: &str = "x-mq-client-id";
+/// The header naming the SDK's language (JAVA, GOLANG, PYTHON, ...).
+const LANGUAGE_HEADER: &str = "x-mq-language";
 
 pub struct Service(pub Arc<Grpc>);
 
@@ -53,8 +57,11 @@ impl MessagingService for Service {
     }
 
     async fn heartbeat(&self, req: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
-        let answer = match admit(&self.0, &req).and_then(|id| heartbeat(&self.0, &id, req.get_ref())) {
-            Ok(()) => status::ok(),
+        let answer = match admit(&self.0, &req) {
+            Ok(id) => match heartbeat(&self.0, &id, &req).await {
+                Ok(()) => status::ok(),
+                Err(r) => r.status(),
+            },
             Err(r) => r.status(),
         };
         Ok(Response::new(HeartbeatResponse { status: Some(answer) }))
@@ -161,6 +168,9 @@ impl MessagingService for Service {
     ) -> Result<Response<NotifyClientTerminationResponse>, Status> {
         let answer = match admit(&self.0, &req) {
             Ok(id) => {
+                if let Some((_, session, _)) = self.0.clients.session(&id) {
+                    self.0.broker.client_gone(session).await;
+                }
                 self.0.clients.remove(&id, None);
                 self.0.renewals.drop_client(&id).await;
                 status::ok()
@@ -172,14 +182,37 @@ impl MessagingService for Service {
 }
 
 /// Java's `ClientActivity.heartbeat`: the client must have sent its Settings; a consumer's
-/// group must be a valid one.
-fn heartbeat(g: &Grpc, id: &str, req: &HeartbeatRequest) -> Result<(), Refused> {
-    let Some(settings) = g.clients.get(id) else {
+/// group must be a valid one, and so must the topics it subscribes to. The client's session
+/// (its Telemetry stream) then joins the broker's producer or consumer groups.
+async fn heartbeat(g: &Grpc, id: &str, req: &Request<HeartbeatRequest>) -> Result<(), Refused> {
+    let Some((settings, session, commands)) = g.clients.session(id) else {
         return Err(Refused::new(Code::UnrecognizedClientType, "cannot find client settings for this client"));
     };
-    match settings.pub_sub {
-        Some(PubSub::Publishing(_)) => Ok(()),
-        Some(PubSub::Subscription(_)) => validate::group(req.group.as_ref()).map(|_| ()),
-        None => Err(Refused::new(Code::UnrecognizedClientType, "no publishing or subscription settings")),
-    }
+    let role = match settings.pub_sub {
+        Some(PubSub::Publishing(p)) => DoorRole::Producer { topics: p.topics.into_iter().map(|t| t.name).collect() },
+        Some(PubSub::Subscription(s)) => {
+            let group = validate::group(req.get_ref().group.as_ref())?.to_owned();
+            let mut subscriptions = Vec::with_capacity(s.subscriptions.len());
+            for entry in &s.subscriptions {
+                let topic = entry.topic.as_ref().map_or("", |t| t.name.as_str());
+                crate::model::name::check_topic(topic)
+                    .map_err(|e| Refused::new(Code::IllegalTopic, format!("subscription: {e}")))?;
+                let filter = entry.expression.as_ref();
+                let kind = match filter.map(|f| FilterType::try_from(f.r#type)) {
+                    Some(Ok(FilterType::Sql)) => "SQL92",
+                    _ => "TAG",
+                };
+                let expression = filter.map_or("*", |f| f.expression.as_str());
+                subscriptions.push((topic.to_owned(), expression.to_owned(), kind.to_owned()));
+            }
+            let push = settings.client_type == Some(ClientType::PushConsumer as i32);
+            DoorRole::Consumer { group, push, subscriptions }
+        }
+        None => return Err(Refused::new(Code::UnrecognizedClientType, "no publishing or subscription settings")),
+    };
+    let language = req.metadata().get(LANGUAGE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("OTHER");
+    let client = Arc::new(CommandSink(commands));
+    let who = DoorSession { session, client_id: id.to_owned(), peer: peer(req), language: language.to_owned(), client };
+    g.broker.client_seen(who, role).await;
+    Ok(())
 }

@@ -66,20 +66,9 @@ impl Clients {
         self.lock().get(id).map(|c| c.settings.clone())
     }
 
-    /// The producers whose settings publish to `topic`, with their Telemetry streams, sorted by
-    /// client id.
-    pub fn publishers_of(&self, topic: &str) -> Vec<(String, Commands)> {
-        let map = self.lock();
-        let mut found: Vec<(String, Commands)> = map
-            .iter()
-            .filter(|(_, c)| match &c.settings.pub_sub {
-                Some(PubSub::Publishing(p)) => p.topics.iter().any(|t| t.name == topic),
-                _ => false,
-            })
-            .map(|(id, c)| (id.clone(), c.commands.clone()))
-            .collect();
-        found.sort_by(|a, b| a.0.cmp(&b.0));
-        found
+    /// A client's settings with the Telemetry stream that registered them and its sender.
+    pub fn session(&self, id: &str) -> Option<(Settings, u64, Commands)> {
+        self.lock().get(id).map(|c| (c.settings.clone(), c.stream, c.commands.clone()))
     }
 
     /// Forgets a client; with `stream`, only if that stream registered it (a reconnected
@@ -178,29 +167,6 @@ mod tests {
         assert_eq!(c.put("one more", Settings::default(), 0, tx.clone()).unwrap_err().code, Code::TooManyRequests);
         c.put("0", Settings::default(), 0, tx).unwrap();
         assert_eq!(c.len(), MAX_CLIENTS);
-    }
-
-    #[test]
-    fn publishers_of_a_topic_are_the_producers_that_declare_it() {
-        use super::super::pb::{Publishing, Resource, Subscription};
-        let c = Clients::default();
-        let tx: Commands = tokio::sync::mpsc::channel(1).0;
-        let publishing = |topics: &[&str]| Settings {
-            pub_sub: Some(PubSub::Publishing(Publishing {
-                topics: topics.iter().map(|t| Resource { name: (*t).into(), ..Resource::default() }).collect(),
-                ..Publishing::default()
-            })),
-            ..Settings::default()
-        };
-        c.put("p2", publishing(&["T", "U"]), 1, tx.clone()).unwrap();
-        c.put("p1", publishing(&["T"]), 2, tx.clone()).unwrap();
-        c.put("p3", publishing(&["U"]), 3, tx.clone()).unwrap();
-        let consumer = Settings { pub_sub: Some(PubSub::Subscription(Subscription::default())), ..Settings::default() };
-        c.put("c1", consumer, 4, tx).unwrap();
-        let ids = |t: &str| c.publishers_of(t).into_iter().map(|(id, _)| id).collect::<Vec<_>>();
-        assert_eq!(ids("T"), ["p1", "p2"]);
-        assert_eq!(ids("U"), ["p2", "p3"]);
-        assert!(ids("V").is_empty());
     }
 
     #[test]

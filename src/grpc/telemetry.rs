@@ -5,7 +5,8 @@
 //! With `aclEnable`, the headers that open the stream are authenticated (`auth.rs`: refused,
 //! the only answer is UNAUTHORIZED) and each Settings needs its topics' and group's permissions
 //! (FORBIDDEN in the answer, the stream stays open).
-//! The stream also carries the server's commands to the client (`recover.rs`).
+//! The stream also carries the server's commands to the client (`recover.rs`); it is the
+//! client's session in the broker's client tables (each stream one session, by its id).
 //! The stream ends when the client closes it or the broker shuts down; the client's settings
 //! and its auto-renewed messages (`renew.rs`) go with it.
 //!
@@ -73,6 +74,9 @@ pub fn open(
             }
         }
         g.clients.remove(&client_id, Some(stream_id));
+        // This session leaves the broker's client tables (a newer stream is another session);
+        // they held the stream's sender, which must go for the stream to end.
+        g.broker.client_gone(stream_id).await;
         if g.clients.get(&client_id).is_none() {
             // Gone (no newer stream): its messages are no longer renewed.
             g.renewals.drop_client(&client_id).await;

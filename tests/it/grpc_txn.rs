@@ -99,8 +99,8 @@ async fn a_commit_the_slaves_did_not_get_is_refused_and_a_retry_stores_nothing_t
     b.stop().await;
 }
 
-/// A transaction its gRPC producer never ends: the check service asks that producer on its
-/// Telemetry stream (RecoverOrphanedTransactionCommand, with the message as sent and a
+/// A transaction its gRPC producer never ends: the check service asks that producer (in its
+/// topic's producer group since its heartbeat) on its Telemetry stream (RecoverOrphanedTransactionCommand, with the message as sent and a
 /// transaction id), and the producer's answer (EndTransaction, source SERVER_CHECK, that id)
 /// commits it. A producer of another topic is not asked.
 #[tokio::test]
@@ -124,9 +124,13 @@ async fn an_open_transaction_is_recovered_through_the_producers_telemetry_stream
     };
     let (_keep, mut producer) = telemetry(&c, "it-txn-producer", publishing("GrpcTxnRecover")).await;
     let (_keep2, mut bystander) = telemetry(&c, "it-txn-bystander", publishing("GrpcTxnBystander")).await;
-    for answers in [&mut producer, &mut bystander] {
+    for (answers, id) in [(&mut producer, "it-txn-producer"), (&mut bystander, "it-txn-bystander")] {
         let a = answers.message().await.unwrap().expect("settings answered");
         assert_eq!(code(&a.status), Code::Ok, "{a:?}");
+        // The heartbeat puts the producer in its topic's producer group.
+        let mut hb = tonic::Request::new(HeartbeatRequest { group: None, client_type: ClientType::Producer as i32 });
+        hb.metadata_mut().insert("x-mq-client-id", id.parse().unwrap());
+        assert_eq!(code(&c.heartbeat(hb).await.unwrap().into_inner().status), Code::Ok);
     }
     let r = send(&mut c, vec![half("GrpcTxnRecover", "left-open")]).await;
     assert_eq!(code(&r.status), Code::Ok, "{r:?}");

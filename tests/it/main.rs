@@ -21,6 +21,7 @@ mod golden;
 mod group_queries;
 mod grpc;
 mod grpc_acl;
+mod grpc_clients;
 mod grpc_consume;
 mod grpc_tls;
 mod grpc_txn;

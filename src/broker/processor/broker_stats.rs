@@ -101,7 +101,7 @@ pub fn get_all_producer_info(b: &BrokerInner, req: &RemotingCommand) -> Handled 
                 client_id: c.client_id.clone(),
                 language: c.language.name().to_owned(),
                 last_update_timestamp: now - c.last_update.elapsed().as_millis() as i64,
-                remote_ip: format!("/{}", c.conn.peer()),
+                remote_ip: format!("/{}", c.link.peer()),
                 version: c.version,
             })
             .collect();

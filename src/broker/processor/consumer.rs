@@ -30,7 +30,7 @@ pub async fn heart_beat(b: &Arc<BrokerInner>, conn: &Arc<Connection>, req: &Remo
     let hb = HeartbeatData::parse(&req.body).map_err(|e| BrokerError::Code(ResponseCode::SYSTEM_ERROR, e))?;
     check_names(&hb)?;
     let channel = ClientChannel {
-        conn: conn.clone(),
+        link: crate::broker::client::Link::Remoting(conn.clone()),
         client_id: hb.client_id.clone(),
         language: req.language,
         version: req.version,

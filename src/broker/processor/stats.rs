@@ -78,7 +78,7 @@ pub fn get_consume_stats(b: &BrokerInner, req: &RemotingCommand) -> Handled {
 fn connections(channels: impl Iterator<Item = crate::broker::client::ClientChannel>) -> Vec<ConnectionInfo> {
     channels
         .map(|c| ConnectionInfo {
-            client_addr: c.conn.peer().to_string(),
+            client_addr: c.link.peer().to_string(),
             client_id: c.client_id.clone(),
             language: c.language.name().to_owned(),
             version: c.version,
@@ -151,7 +151,9 @@ pub async fn invoke_broker_to_reset_offset(b: &Arc<BrokerInner>, req: &RemotingC
     for ch in info.channels.values() {
         let mut notify = RemotingCommand::request(RequestCode::RESET_CONSUMER_CLIENT_OFFSET).with_body(body.clone());
         h.encode(&mut notify.ext_fields);
-        let _ = ch.conn.invoke_oneway(notify).await;
+        if let Some(conn) = ch.link.remoting() {
+            let _ = conn.invoke_oneway(notify).await;
+        }
     }
     Ok(Some(ok(req).with_body(body)))
 }
@@ -183,9 +185,15 @@ pub async fn get_consumer_running_info(b: &BrokerInner, req: &RemotingCommand) -
             format!("The Consumer <{}> <{}> not online", h.consumer_group, h.client_id),
         );
     };
+    let Some(conn) = ch.link.remoting() else {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!("The Consumer <{}> <{}> is a gRPC client: no running info", h.consumer_group, h.client_id),
+        );
+    };
     let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO);
     h.encode(&mut ask.ext_fields);
-    match ch.conn.invoke(ask, Duration::from_secs(10)).await {
+    match conn.invoke(ask, Duration::from_secs(10)).await {
         Ok(answer) => {
             let mut resp = RemotingCommand::response_to(req, answer.response_code());
             resp.remark = answer.remark;
@@ -216,7 +224,8 @@ pub async fn invoke_broker_to_get_consumer_status(b: &BrokerInner, req: &Remotin
         }
         let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT);
         h.encode(&mut ask.ext_fields);
-        let Ok(answer) = ch.conn.invoke(ask, Duration::from_secs(5)).await else { continue };
+        let Some(conn) = ch.link.remoting() else { continue };
+        let Ok(answer) = conn.invoke(ask, Duration::from_secs(5)).await else { continue };
         if answer.response_code() != ResponseCode::SUCCESS {
             continue;
         }

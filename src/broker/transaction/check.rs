@@ -8,7 +8,7 @@
 //! times, or older than `fileReservedTime`, goes to TRANS_CHECK_MAX_TIME_TOPIC; any other is
 //! put again at the end of the half queue with `TRANSACTION_CHECK_TIMES` + 1 and its producer
 //! group is asked for the outcome (CHECK_TRANSACTION_STATE, oneway, to one live producer of the
-//! group; with none, a producer of another door: [`super::CheckDoor`]). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
+//! group; a gRPC producer is asked on its Telemetry stream: `client::DoorClient`). Progress is committed as `CID_RMQ_SYS_TRANS` offsets of the half and op queues; the
 //! op progress stays before an op record naming the original of an immunity copy not reached
 //! yet ([`ImmuneCopies`]).
 //! Runs on masters only; reading the store runs on the blocking pool, off the async workers.
@@ -29,6 +29,7 @@ use tracing::{debug, info, warn};
 use super::{
     as_sent, discarded, immunity_copy, op_offsets, prepared_offset, renewed, CHECK_GROUP, HALF_TOPIC, OP_TOPIC,
 };
+use crate::broker::client::Link;
 use crate::broker::BrokerInner;
 use crate::model::message::{self, offset_msg_id, property, StoredMessage};
 use crate::protocol::header::broker::CheckTransactionStateRequestHeader;
@@ -275,17 +276,23 @@ async fn recheck(inner: &BrokerInner, half: &StoredMessage, times: i32) -> bool 
     copy.store_timestamp = append.store_timestamp;
     let channels = inner.producers.channels(group);
     let Some(channel) = pick(&channels) else {
-        // A producer of another door (gRPC), or nobody.
-        let sent = encode_for_check(&copy);
-        if !inner.check_doors.ask(group, &sent, copy.commit_log_offset, copy.queue_offset) {
-            info!(
-                group,
-                half_offset = append.queue_offset,
-                check = times,
-                "no producer of the group online to check a transaction"
-            );
-        }
+        info!(
+            group,
+            half_offset = append.queue_offset,
+            check = times,
+            "no producer of the group online to check a transaction"
+        );
         return true;
+    };
+    let conn = match &channel.link {
+        Link::Remoting(conn) => conn,
+        // A gRPC producer: RecoverOrphanedTransactionCommand on its Telemetry stream.
+        Link::Door { client, .. } => {
+            if !client.check_transaction(&encode_for_check(&copy), copy.commit_log_offset, copy.queue_offset) {
+                debug!(group, client = channel.client_id, "a gRPC producer cannot take a transaction check now");
+            }
+            return true;
+        }
     };
     let uniq = message::property_value(&half.properties, property::UNIQ_KEY).map(str::to_owned);
     let mut req = RemotingCommand::request(RequestCode::CHECK_TRANSACTION_STATE);
@@ -300,7 +307,7 @@ async fn recheck(inner: &BrokerInner, half: &StoredMessage, times: i32) -> bool 
     }
     .encode(&mut req.ext_fields);
     req.body = encode_for_check(&copy);
-    if let Err(e) = channel.conn.invoke_oneway(req).await {
+    if let Err(e) = conn.invoke_oneway(req).await {
         warn!(group, client = channel.client_id, error = %e, "sending CHECK_TRANSACTION_STATE failed");
     }
     true

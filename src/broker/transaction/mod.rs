@@ -7,8 +7,8 @@
 //!                    + op --> RMQ_SYS_TRANS_OP_HALF_TOPIC/0  tag "d", body "<half queue offset>,"
 //! END_TRANSACTION rollback --> op only
 //! no answer in time --> check: re-put the half at the end of its queue (TRANSACTION_CHECK_TIMES+1)
-//!                      and send CHECK_TRANSACTION_STATE to a producer of its group (or, with
-//!                      none, ask another door's: [`CheckDoor`]); past
+//!                      and send CHECK_TRANSACTION_STATE to a producer of its group (a gRPC
+//!                      producer: RecoverOrphanedTransactionCommand, `client::DoorClient`); past
 //!                      transactionCheckMax --> TRANS_CHECK_MAX_TIME_TOPIC
 //! within its CHECK_IMMUNITY_TIME_IN_SECONDS --> re-put as is, with TRAN_PREPARED_QUEUE_OFFSET =
 //!                      the queue offset its producer knows (the op record will name that one)
@@ -42,32 +42,6 @@ pub const REMOVE_TAG: &str = "d";
 /// `PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET`: on a copy put back during its check immunity,
 /// the half queue offset of the original, which its producer's END_TRANSACTION names.
 pub const PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
-
-/// Producers another door holds, which the check service asks when no remoting producer of the
-/// group is connected (the gRPC door: RecoverOrphanedTransactionCommand on the producer's
-/// Telemetry stream; `node.rs` registers it).
-pub trait CheckDoor: Send + Sync {
-    /// Asks one producer of `group` about the half message `sent` (the message as its producer
-    /// sent it, in the record layout) stored at `commit_log_offset` / `queue_offset` of the half
-    /// queue. False if the door has no producer of the group that can take it now.
-    fn ask(&self, group: &str, sent: &[u8], commit_log_offset: i64, queue_offset: i64) -> bool;
-}
-
-/// The [`CheckDoor`]s of this broker.
-#[derive(Default)]
-pub struct CheckDoors(std::sync::RwLock<Vec<std::sync::Arc<dyn CheckDoor>>>);
-
-impl CheckDoors {
-    pub fn add(&self, door: std::sync::Arc<dyn CheckDoor>) {
-        self.0.write().unwrap_or_else(|e| e.into_inner()).push(door);
-    }
-
-    /// True once one door asked a producer.
-    pub fn ask(&self, group: &str, sent: &[u8], commit_log_offset: i64, queue_offset: i64) -> bool {
-        let doors = self.0.read().unwrap_or_else(|e| e.into_inner()).clone();
-        doors.iter().any(|d| d.ask(group, sent, commit_log_offset, queue_offset))
-    }
-}
 
 /// `parseHalfMessageInner`: a transactional send becomes a half message on the half topic's
 /// queue 0, remembering its real topic and queue, with the transaction bits cleared.

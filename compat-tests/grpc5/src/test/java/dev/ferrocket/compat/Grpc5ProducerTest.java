@@ -10,9 +10,13 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
+import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
@@ -22,8 +26,15 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.impl.MQClientAPIImpl;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.LanguageCode;
+import org.apache.rocketmq.remoting.protocol.body.ConsumerConnection;
+import org.apache.rocketmq.remoting.protocol.body.ProducerConnection;
+import org.apache.rocketmq.remoting.protocol.heartbeat.ConsumeType;
+import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -211,6 +222,44 @@ class Grpc5ProducerTest {
             assertEquals("Grpc5TxnCheck", view.getTopic());
             assertEquals("left open", StandardCharsets.UTF_8.decode(view.getBody()).toString());
             assertTrue(view.getKeys().contains("open-key"), "keys of the checked message: " + view.getKeys());
+        }
+    }
+
+    /**
+     * The SDK's heartbeats put its producer in its topic's producer group and its SimpleConsumer in
+     * its group, where mqadmin's producerConnection and consumerConnection (GET_PRODUCER_ and
+     * GET_CONSUMER_CONNECTION_LIST over remoting) find them, as with Java's proxy in local mode;
+     * a closed consumer leaves its group.
+     */
+    @Test
+    void grpcClientsAreListedInTheBrokersConnectionLists() throws Exception {
+        MQClientAPIImpl api = reader.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory()
+            .getMQClientAPIImpl();
+        String brokerAddr = "127.0.0.1:" + broker.brokerPort;
+        String group = "Grpc5ListedGroup";
+        try (Producer p = producer(false, "Grpc5Normal")) {
+            SimpleConsumer c = PROVIDER.newSimpleConsumerBuilder().setClientConfiguration(config(false))
+                .setConsumerGroup(group).setAwaitDuration(Duration.ofSeconds(1))
+                .setSubscriptionExpressions(Map.of("Grpc5Normal", new FilterExpression("TagA", FilterExpressionType.TAG)))
+                .build();
+            ProducerConnection producers = Wait.until("the producer in group Grpc5Normal", Duration.ofSeconds(30),
+                () -> api.getProducerConnectionList(brokerAddr, "Grpc5Normal", 3000),
+                pc -> pc.getConnectionSet().stream().anyMatch(x -> x.getLanguage() == LanguageCode.JAVA));
+            assertFalse(producers.getConnectionSet().isEmpty());
+            ConsumerConnection consumers = Wait.until("the consumer in " + group, Duration.ofSeconds(30),
+                () -> api.getConsumerConnectionList(brokerAddr, group, 3000), cc -> !cc.getConnectionSet().isEmpty());
+            assertEquals(1, consumers.getConnectionSet().size());
+            assertEquals(ConsumeType.CONSUME_ACTIVELY, consumers.getConsumeType());
+            assertEquals(MessageModel.CLUSTERING, consumers.getMessageModel());
+            assertEquals(Set.of("TagA"), consumers.getSubscriptionTable().get("Grpc5Normal").getTagsSet());
+            c.close();
+            Wait.until("the closed consumer gone from " + group, Duration.ofSeconds(30), () -> {
+                try {
+                    return api.getConsumerConnectionList(brokerAddr, group, 3000).getConnectionSet().size();
+                } catch (MQBrokerException e) {
+                    return 0;
+                }
+            }, n -> n == 0);
         }
     }
 }

@@ -1,0 +1,92 @@
+//! The gRPC door's clients in the broker's client tables, as Java's proxy registers them in local
+//! mode: a heartbeat puts a producer in its topic's producer group and a consumer in its group
+//! (CLUSTERING, push = CONSUME_PASSIVELY, its subscriptions, its SDK's language), where
+//! mqadmin's connection lists read them; the end of the Telemetry stream and
+//! NotifyClientTermination take them out. A subscription to a name that is not a topic is
+//! refused at the heartbeat.
+
+use std::time::Duration;
+
+use ferrocket::grpc::pb::*;
+
+use super::grpc::{code, grpc_broker, plain_client, resource, telemetry, topic};
+use super::support::eventually;
+
+fn with(id: &str, language: &str, group: Option<&str>, client_type: ClientType) -> tonic::Request<HeartbeatRequest> {
+    let mut r =
+        tonic::Request::new(HeartbeatRequest { group: group.and_then(resource), client_type: client_type as i32 });
+    r.metadata_mut().insert("x-mq-client-id", id.parse().unwrap());
+    r.metadata_mut().insert("x-mq-language", language.parse().unwrap());
+    r
+}
+
+fn consumer(group: &str, topic: &str, expression: &str) -> Settings {
+    Settings {
+        client_type: Some(ClientType::PushConsumer as i32),
+        pub_sub: Some(settings::PubSub::Subscription(Subscription {
+            group: resource(group),
+            subscriptions: vec![SubscriptionEntry {
+                topic: resource(topic),
+                expression: Some(FilterExpression { r#type: FilterType::Tag as i32, expression: expression.into() }),
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn heartbeats_put_grpc_clients_in_the_broker_groups_and_their_end_takes_them_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    topic(&b, "GrpcClientsT", 2, None);
+    let mut c = plain_client(&b).await;
+    let publishing = Settings {
+        client_type: Some(ClientType::Producer as i32),
+        pub_sub: Some(settings::PubSub::Publishing(Publishing {
+            topics: vec![resource("GrpcClientsT").unwrap()],
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let (_p, mut p_answers) = telemetry(&c, "it-clients-p", publishing).await;
+    let (c_tx, mut c_answers) =
+        telemetry(&c, "it-clients-c", consumer("GrpcClientsG", "GrpcClientsT", "TagA||TagB")).await;
+    let (_bad, mut bad_answers) = telemetry(&c, "it-clients-bad", consumer("GrpcClientsG", "no/topic", "*")).await;
+    for answers in [&mut p_answers, &mut c_answers, &mut bad_answers] {
+        assert_eq!(code(&answers.message().await.unwrap().expect("settings answered").status), Code::Ok);
+    }
+    // Before a heartbeat, nobody is in the tables.
+    assert!(b.inner.producers.channels("GrpcClientsT").is_empty());
+    let hb = c.heartbeat(with("it-clients-p", "JAVA", None, ClientType::Producer)).await.unwrap();
+    assert_eq!(code(&hb.into_inner().status), Code::Ok);
+    let hb = c.heartbeat(with("it-clients-c", "GOLANG", Some("GrpcClientsG"), ClientType::PushConsumer)).await;
+    assert_eq!(code(&hb.unwrap().into_inner().status), Code::Ok);
+    let hb = c.heartbeat(with("it-clients-bad", "JAVA", Some("GrpcClientsG"), ClientType::PushConsumer)).await;
+    assert_eq!(code(&hb.unwrap().into_inner().status), Code::IllegalTopic, "a subscription to no topic");
+
+    let producers = b.inner.producers.channels("GrpcClientsT");
+    assert_eq!(producers.iter().map(|p| p.client_id.as_str()).collect::<Vec<_>>(), ["it-clients-p"]);
+    assert_eq!(producers[0].language.name(), "JAVA");
+    assert!(producers[0].link.remoting().is_none(), "a gRPC session, not a remoting connection");
+    let group = b.inner.consumers.group("GrpcClientsG").expect("the consumer's group");
+    assert_eq!(group.client_ids(), ["it-clients-c"], "the refused one is not in it");
+    assert_eq!(group.consume_type, "CONSUME_PASSIVELY");
+    assert_eq!(group.message_model, "CLUSTERING");
+    assert_eq!(group.channels.values().next().unwrap().language.name(), "GO");
+    let sub = &group.subscriptions["GrpcClientsT"];
+    assert_eq!(sub.tags_set.iter().map(String::as_str).collect::<Vec<_>>(), ["TagA", "TagB"]);
+
+    // The consumer's stream ends: it leaves its group.
+    drop(c_tx);
+    drop(c_answers);
+    let left =
+        eventually(Duration::from_secs(10), || async { b.inner.consumers.group("GrpcClientsG").is_none() }).await;
+    assert!(left, "the consumer left its group when its Telemetry stream ended");
+    // The producer says it terminates: it leaves its topic's group.
+    let mut bye = tonic::Request::new(NotifyClientTerminationRequest { group: None });
+    bye.metadata_mut().insert("x-mq-client-id", "it-clients-p".parse().unwrap());
+    assert_eq!(code(&c.notify_client_termination(bye).await.unwrap().into_inner().status), Code::Ok);
+    assert!(b.inner.producers.channels("GrpcClientsT").is_empty(), "the producer left");
+    b.stop().await;
+}
