@@ -34,6 +34,8 @@ type ferrocket struct {
 	log         string
 	namesrvPort int
 	brokerPort  int
+	grpcPort    int      // grpcListenPort when extra set it, else 0
+	args        []string // the command line, for killAndRestart
 	cmd         *exec.Cmd
 	exited      chan struct{} // closed when the process has exited; cmd.ProcessState is then set
 	waitErr     error
@@ -55,7 +57,6 @@ func startFerrocket(bin, dir string, extra ...[2]string) (*ferrocket, error) {
 		log:         filepath.Join(dir, "ferrocket.log"),
 		namesrvPort: namesrvPort,
 		brokerPort:  brokerPort,
-		exited:      make(chan struct{}),
 	}
 	namesrvConf, err := writeConf(filepath.Join(dir, "namesrv.conf"), [][2]string{
 		{"listenPort", strconv.Itoa(namesrvPort)},
@@ -89,31 +90,65 @@ func startFerrocket(bin, dir string, extra ...[2]string) (*ferrocket, error) {
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	for _, e := range extra {
+		if e[0] == "grpcListenPort" {
+			f.grpcPort, _ = strconv.Atoi(e[1])
+		}
+	}
+	f.args = []string{bin, "standalone", "-c", brokerConf, "--namesrv-config", namesrvConf}
+	if err := f.launch(); err != nil {
 		return nil, err
 	}
+	return f, nil
+}
+
+// launch starts the process with f.args (output appended to f.log) and waits until every port
+// it listens on (NameServer, broker, gRPC if any) accepts connections.
+func (f *ferrocket) launch() error {
+	logFile, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
 	defer logFile.Close() // the child holds its own descriptor
-	f.cmd = exec.Command(bin, "standalone", "-c", brokerConf, "--namesrv-config", namesrvConf)
-	f.cmd.Dir = dir
+	f.exited = make(chan struct{})
+	f.waitErr = nil
+	f.cmd = exec.Command(f.args[0], f.args[1:]...)
+	f.cmd.Dir = f.dir
 	f.cmd.Stdout = logFile
 	f.cmd.Stderr = logFile
 	f.cmd.SysProcAttr = childAttrs()
 	fmt.Fprintf(logFile, "==== [go compat] %s: %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(f.cmd.Args, " "))
 	if err := f.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cannot start %s: %w", bin, err)
+		return fmt.Errorf("cannot start %s: %w", f.args[0], err)
 	}
+	cmd, exited := f.cmd, f.exited
 	go func() {
-		f.waitErr = f.cmd.Wait()
-		close(f.exited)
+		f.waitErr = cmd.Wait()
+		close(exited)
 	}()
-	for _, port := range []int{namesrvPort, brokerPort} {
+	for _, port := range []int{f.namesrvPort, f.brokerPort, f.grpcPort} {
+		if port == 0 {
+			continue
+		}
 		if err := f.awaitPort(port, readyTimeout); err != nil {
 			f.stop()
-			return nil, err
+			return err
 		}
 	}
-	return f, nil
+	return nil
+}
+
+// killAndRestart is a crash: SIGKILL, then the same command on the same store and ports; returns
+// once every port listens again.
+func (f *ferrocket) killAndRestart() error {
+	if err := f.running(); err != nil {
+		return err
+	}
+	if err := f.cmd.Process.Kill(); err != nil {
+		return fmt.Errorf("SIGKILL: %w", err)
+	}
+	<-f.exited
+	return f.launch()
 }
 
 // awaitPort polls 127.0.0.1:port until it accepts a connection; fails at once if the process exits.

@@ -37,7 +37,13 @@ func init() {
 // ferrocketAdmin runs `ferrocket admin` against the shared NameServer.
 func ferrocketAdmin(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(os.Getenv("FERROCKET_BIN"), append([]string{"admin", "-n", server.namesrvAddr()}, args...)...).CombinedOutput()
+	return adminOn(t, server.namesrvAddr(), args...)
+}
+
+// adminOn runs `ferrocket admin` against the NameServer at namesrv.
+func adminOn(t *testing.T, namesrv string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(os.Getenv("FERROCKET_BIN"), append([]string{"admin", "-n", namesrv}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ferrocket admin %v: %v\n%s", args, err, out)
 	}
@@ -65,22 +71,84 @@ func stored(t *testing.T, topic, key string) (queue, size int) {
 	return
 }
 
-func grpcProducer(t *testing.T, topic string, tls bool) rmq.Producer {
-	t.Helper()
+// useSsl sets rmq.EnableSsl for every client the test makes, holding sslSwitch until it ends:
+// call it once per test, before its first client.
+func useSsl(t *testing.T, tls bool) {
 	sslSwitch.Lock()
 	t.Cleanup(sslSwitch.Unlock)
 	rmq.EnableSsl = tls
-	p, err := rmq.NewProducer(&rmq.Config{Endpoint: "127.0.0.1:" + strconv.Itoa(grpcPort), Credentials: &credentials.SessionCredentials{}},
-		rmq.WithTopics(topic))
+}
+
+// grpcConfig is a client config for the gRPC endpoint; creds nil means unsigned.
+func grpcConfig(endpoint, group string, creds *credentials.SessionCredentials) *rmq.Config {
+	if creds == nil {
+		creds = &credentials.SessionCredentials{}
+	}
+	return &rmq.Config{Endpoint: endpoint, ConsumerGroup: group, Credentials: creds}
+}
+
+func grpcProducer(t *testing.T, topic string, tls bool) rmq.Producer {
+	t.Helper()
+	useSsl(t, tls)
+	return startGrpcProducer(t, grpcConfig("127.0.0.1:"+strconv.Itoa(grpcPort), "", nil), topic)
+}
+
+// startGrpcProducer starts a producer of topic (useSsl first); stopped when the test ends.
+func startGrpcProducer(t *testing.T, cfg *rmq.Config, topic string) rmq.Producer {
+	t.Helper()
+	p, err := rmq.NewProducer(cfg, rmq.WithTopics(topic))
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}
 	if err := p.Start(); err != nil {
-		t.Fatalf("Start (tls %v): %v", tls, err)
+		t.Fatalf("Start (tls %v): %v", rmq.EnableSsl, err)
 	}
 	t.Cleanup(func() { _ = p.GracefulStop() })
 	return p
 }
+
+// startSimpleConsumer starts a SimpleConsumer of cfg's group on every tag of topic, waiting up to
+// 3 s per receive; stopped when the test ends.
+func startSimpleConsumer(t *testing.T, cfg *rmq.Config, topic string) rmq.SimpleConsumer {
+	t.Helper()
+	c, err := rmq.NewSimpleConsumer(cfg, rmq.WithSimpleAwaitDuration(3*time.Second),
+		rmq.WithSimpleSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}))
+	if err != nil {
+		t.Fatalf("NewSimpleConsumer: %v", err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatalf("SimpleConsumer Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.GracefulStop() })
+	return c
+}
+
+// startGrpcBroker starts a ferrocket of the test's own in dir with a gRPC port (long polls of
+// 1..3 s) and extra; at the end it is stopped and its log must have no ERROR line.
+func startGrpcBroker(t *testing.T, dir string, extra ...[2]string) *ferrocket {
+	t.Helper()
+	all := append([][2]string{{"grpcListenPort", strconv.Itoa(pickPort(portFree))},
+		{"grpcClientConsumerMinLongPollingTimeoutMillis", "1000"},
+		{"grpcClientConsumerMaxLongPollingTimeoutMillis", "3000"}}, extra...)
+	f, err := startFerrocket(os.Getenv("FERROCKET_BIN"), dir, all...)
+	if err != nil {
+		t.Fatalf("ferrocket did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the test's own ferrocket:\n%s", f.logTail(0, 60))
+		}
+		if err := f.stop(); err != nil {
+			t.Errorf("the test's own ferrocket: %v", err)
+		}
+		if errs, err := f.errorLines(); err != nil || len(errs) > 0 {
+			t.Errorf("ERROR lines in %s: %v %v", f.log, errs, err)
+		}
+	})
+	return f
+}
+
+func (f *ferrocket) grpcEndpoint() string { return "127.0.0.1:" + strconv.Itoa(f.grpcPort) }
 
 func goMessage(topic, key, body string) *rmq.Message {
 	m := &rmq.Message{Topic: topic, Body: []byte(body)}

@@ -60,8 +60,11 @@ func runSuite(m *testing.M) int {
 	}
 
 	// The 5.x gRPC SDK's door (grpc5_test.go): grpcListenPort, TLS and plaintext on one port.
+	// A PushConsumer's GracefulStop waits for its held receives: hold them 1..3 s, not 5..20 s.
 	grpcPort = pickPort(portFree)
-	server, err = startFerrocket(bin, dir, [2]string{"grpcListenPort", strconv.Itoa(grpcPort)})
+	server, err = startFerrocket(bin, dir, [2]string{"grpcListenPort", strconv.Itoa(grpcPort)},
+		[2]string{"grpcClientConsumerMinLongPollingTimeoutMillis", "1000"},
+		[2]string{"grpcClientConsumerMaxLongPollingTimeoutMillis", "3000"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "[go compat] ferrocket did not start:", err)
 		fmt.Fprintln(os.Stderr, "[go compat] kept", dir)
