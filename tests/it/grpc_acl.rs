@@ -171,7 +171,7 @@ async fn acl_and_grpc_start_together_and_unsigned_or_forged_requests_are_unautho
 }
 
 #[tokio::test]
-async fn permissions_decide_who_sends_receives_and_acks() {
+async fn permissions_decide_who_sends_receives_acks_forwards_and_ends() {
     let (b, _home, _store) = acl_broker(ACCOUNTS).await;
     let mut c = plain_client(&b).await;
     let consumer = Sig::With("grpcConsumer", "consumerSecret");
@@ -189,6 +189,35 @@ async fn permissions_decide_who_sends_receives_and_acks() {
     assert_eq!((st, msgs.len()), (Code::Ok, 2));
     let handles: Vec<String> =
         msgs.iter().map(|m| m.system_properties.as_ref().unwrap().receipt_handle.clone().unwrap()).collect();
+    // Forwarding to the DLQ is a consumer's act: the producer may not, and nothing is forwarded.
+    let forward = ForwardMessageToDeadLetterQueueRequest {
+        group: resource("GaGroup"),
+        topic: resource("GaTopic"),
+        receipt_handle: handles[0].clone(),
+        message_id: "m".into(),
+        delivery_attempt: 1,
+        max_delivery_attempts: 1,
+        ..Default::default()
+    };
+    let forwarded = c.forward_message_to_dead_letter_queue(signed(forward, producer)).await.unwrap().into_inner();
+    assert_eq!(code(&forwarded.status), Code::Forbidden);
+    b.inner.store.await_dispatched(std::time::Duration::from_secs(10)).await;
+    assert_eq!(b.inner.store.max_offset_in_queue("%DLQ%GaGroup", 0), 0, "nothing forwarded");
+    // Ending a transaction needs PUB on its topic: the consumer is refused before the id is
+    // looked at; the producer gets as far as the (made-up) id.
+    let end = |sig| {
+        let req = EndTransactionRequest {
+            topic: resource("GaTopic"),
+            message_id: "m".into(),
+            transaction_id: "not-a-transaction".into(),
+            resolution: TransactionResolution::Commit as i32,
+            source: TransactionSource::SourceClient as i32,
+            trace_context: String::new(),
+        };
+        signed(req, sig)
+    };
+    assert_eq!(code(&c.end_transaction(end(consumer)).await.unwrap().into_inner().status), Code::Forbidden);
+    assert_eq!(code(&c.end_transaction(end(producer)).await.unwrap().into_inner().status), Code::InvalidTransactionId);
     assert_eq!(ack(&mut c, "GaGroup", &handles, producer).await, Code::Forbidden);
     assert_eq!(ack(&mut c, "GaGroup", &handles, Sig::None).await, Code::Unauthorized);
     assert_eq!(ack(&mut c, "GaGroup", &handles, consumer).await, Code::Ok);
