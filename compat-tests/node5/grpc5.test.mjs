@@ -2,7 +2,10 @@
 // no proxy: a producer on plaintext and on TLS (one port, the SDK's sslEnabled) and a FIFO
 // producer; what they sent is read back through the broker's query by key
 // (`ferrocket admin query-msg-by-key`); a SimpleConsumer on each receives and acks, and gets an
-// unacked message again as delivery attempt 2. Its own ferrocket standalone (../node/ferrocket.mjs).
+// unacked message again as delivery attempt 2; two FIFO PushConsumers of an orderly group keep
+// each message group's order; a PushConsumer failing past the group's max attempts sends the
+// message to the dead letter queue. Its own ferrocket standalone (../node/ferrocket.mjs).
+// kill -9 mid-consumption and ACL 1.0: grpc5_crash_acl.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +14,7 @@ import { format } from 'node:util';
 import { bin, brokerDir, freePort, startFerrocket, stopFerrocket } from '../node/ferrocket.mjs';
 
 const run = Math.random().toString(36).slice(2, 8);
-let broker, endpoints, Producer, SimpleConsumer, passed = 0;
+let broker, endpoints, Producer, SimpleConsumer, PushConsumer, ConsumeResult, passed = 0;
 // The SDK's own logger (egg-logger, one file under $HOME shared by every client) refuses lines
 // after the first client's shutdown closed it: each client logs here instead, printed on failure.
 const clientLog = [];
@@ -26,21 +29,23 @@ before(async () => {
     '-out', join(dir, 'cert.pem'), '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
   { stdio: 'ignore' });
   process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH = join(dir, 'cert.pem');
-  ({ Producer, SimpleConsumer } = await import('rocketmq-client-nodejs'));
+  ({ Producer, SimpleConsumer, PushConsumer, ConsumeResult } = await import('rocketmq-client-nodejs'));
   const grpc = await freePort();
   broker = await startFerrocket(dir, {
     cluster: 'Js5Cluster', broker: 'js5-a', waitPorts: [grpc],
-    conf: [`grpcListenPort=${grpc}`, `tls.server.certPath=${dir}/cert.pem`, `tls.server.keyPath=${dir}/key.pem`],
+    // Long polls of 1..3 s: a PushConsumer's shutdown waits for its receive in flight.
+    conf: [`grpcListenPort=${grpc}`, `tls.server.certPath=${dir}/cert.pem`, `tls.server.keyPath=${dir}/key.pem`,
+      'grpcClientConsumerMinLongPollingTimeoutMillis=1000', 'grpcClientConsumerMaxLongPollingTimeoutMillis=3000'],
   });
   endpoints = `127.0.0.1:${grpc}`;
 });
 
 after(async () => {
-  if (passed !== 5) console.log(`---- the SDK's log ----\n${clientLog.slice(-60).join('\n')}`);
-  await stopFerrocket(broker, passed === 5);
+  if (passed !== 7) console.log(`---- the SDK's log ----\n${clientLog.slice(-60).join('\n')}`);
+  await stopFerrocket(broker, passed === 7);
 });
 
-const admin = (...args) => execFileSync(bin, ['admin', '-n', broker.ns, ...args], { encoding: 'utf8', timeout: 60000 });
+const admin = (...args) => execFileSync(bin, ['admin', '-n', broker.ns, ...args], { encoding: 'utf8', timeout: 60000, stdio: 'pipe' });
 
 /** Creates a topic (with `attrs`, e.g. +message.type=FIFO) and waits for its route. */
 async function createTopic(base, ...attrs) {
@@ -60,10 +65,15 @@ async function createTopic(base, ...attrs) {
 
 /** [queue id, body length] of the one message stored under `key`, waiting for the broker's
  * index (built after the send is answered) to have it. */
-async function stored(topic, key) {
-  const deadline = Date.now() + 15000;
+async function stored(topic, key, ms = 15000) {
+  const deadline = Date.now() + ms;
   for (;;) {
-    const out = admin('query-msg-by-key', '-t', topic, '-k', key);
+    let out;
+    try {
+      out = admin('query-msg-by-key', '-t', topic, '-k', key);
+    } catch (e) {
+      out = `${e.stderr}`; // no route yet: a DLQ topic is made at its first message
+    }
     const queue = /queue: (\d+)/.exec(out);
     const size = /body: (\d+) bytes/.exec(out);
     if (out.includes(`keys: ${key}  tags: node5`) && queue && size) return [Number(queue[1]), Number(size[1])];
@@ -165,3 +175,80 @@ for (const ssl of [false, true]) {
     passed++;
   });
 }
+
+/** `p`, or a failure naming `what` after `ms`. */
+const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) => {
+  setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms).unref();
+})]);
+
+/** The group made with `ferrocket admin update-sub-group` (mqadmin updateSubGroup). */
+const subGroup = (group, ...flags) => assert.match(admin('update-sub-group', '-g', group, '-c', 'Js5Cluster', ...flags), /OK/);
+
+async function pushConsumer(group, topic, consume) {
+  const c = new PushConsumer({
+    endpoints, logger, requestTimeout: 10000, consumerGroup: group, subscriptions: new Map([[topic, '*']]),
+    messageListener: { consume },
+  });
+  await c.startup();
+  return c;
+}
+
+test('two FIFO push consumers keep each message group in order', async () => {
+  const topic = await createTopic('node5-pfifo', '+message.type=FIFO');
+  const group = `node5-fifo-g-${Math.random().toString(36).slice(2, 8)}`;
+  subGroup(group, '-o');
+  const steps = {};
+  let consumed = 0, all;
+  const allConsumed = new Promise((resolve) => { all = resolve; });
+  const consume = (m) => {
+    const [g, step] = m.body.toString().split(':');
+    (steps[g] ??= []).push(Number(step));
+    if (++consumed === 24) all();
+    return ConsumeResult.SUCCESS;
+  };
+  const consumers = [await pushConsumer(group, topic, consume), await pushConsumer(group, topic, consume)];
+  try {
+    const p = await producer(topic, false);
+    try {
+      for (let i = 0; i < 8; i++) {
+        for (const g of ['ga', 'gb', 'gc']) {
+          await p.send({ topic, tag: 'node5', keys: [`${g}-${i}`], messageGroup: g, body: Buffer.from(`${g}:${i}`) });
+        }
+      }
+    } finally {
+      await p.shutdown();
+    }
+    await within(allConsumed, 60000, '24 FIFO messages consumed');
+    const inOrder = [0, 1, 2, 3, 4, 5, 6, 7];
+    assert.deepEqual(steps, { ga: inOrder, gb: inOrder, gc: inOrder });
+  } finally {
+    await Promise.all(consumers.map((c) => c.shutdown()));
+  }
+  passed++;
+});
+
+test('failures past max attempts go to the dead letter queue', async () => {
+  const topic = await createTopic('node5-dlq');
+  const group = `node5-dlq-g-${Math.random().toString(36).slice(2, 8)}`;
+  subGroup(group, '-r', '1');
+  const attempts = [];
+  const c = await pushConsumer(group, topic, (m) => {
+    attempts.push(m.deliveryAttempt);
+    return ConsumeResult.FAILURE;
+  });
+  try {
+    const key = `doomed-${Math.random().toString(36).slice(2, 8)}`;
+    const p = await producer(topic, false);
+    try {
+      await p.send({ topic, tag: 'node5', keys: [key], body: Buffer.from('doomed') });
+    } finally {
+      await p.shutdown();
+    }
+    // retryMaxTimes 1: delivered twice (max attempts 2), then stored in %DLQ%<group>.
+    assert.deepEqual(await stored(`%DLQ%${group}`, key, 60000), [0, 'doomed'.length]);
+    assert.deepEqual(attempts, [1, 2]);
+  } finally {
+    await c.shutdown();
+  }
+  passed++;
+});
