@@ -4,8 +4,28 @@
 //!
 //! May import: nothing of ferrocket's.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// A future a [`DoorClient`] returns.
+pub type DoorFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a client answered when asked to consume one message (VerifyMessageCommand), as Java's
+/// proxy maps its status to `ConsumeMessageDirectlyResult.consumeResult`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verified {
+    /// OK: CR_SUCCESS.
+    Consumed,
+    /// FAILED_TO_CONSUME_MESSAGE: CR_LATER.
+    Later,
+    /// MESSAGE_CORRUPTED: CR_RETURN_NULL.
+    Corrupted,
+    /// Anything else (Java's proxy leaves the result unset).
+    Other,
+}
 
 /// A client of another door (the gRPC door's 5.x SDKs), as the broker reaches it.
 pub trait DoorClient: Send + Sync {
@@ -13,6 +33,12 @@ pub trait DoorClient: Send + Sync {
     /// the record layout) stored at `commit_log_offset` / `queue_offset` of the half queue.
     /// False if it cannot take the question now.
     fn check_transaction(&self, sent: &[u8], commit_log_offset: i64, queue_offset: i64) -> bool;
+    /// The client's thread stacks (PrintThreadStackTraceCommand); `None` without an answer
+    /// within `timeout`.
+    fn thread_stack_trace(&self, timeout: Duration) -> DoorFuture<'_, Option<String>>;
+    /// Asks the client to consume the stored record `record` once (VerifyMessageCommand);
+    /// `None` without an answer within `timeout`.
+    fn verify_message(&self, record: Vec<u8>, timeout: Duration) -> DoorFuture<'_, Option<Verified>>;
 }
 
 /// One session of a door's client (a gRPC client's Telemetry stream).

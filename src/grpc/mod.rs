@@ -14,7 +14,8 @@
 //!                   consistentHash), delay and half messages through [`BrokerSide`], core append
 //!     txn.rs        EndTransaction: the id SendMessage gave back -> [`BrokerSide::end_transaction`]
 //!     recover.rs    a client's Telemetry stream as the broker's client tables hold it:
-//!                   RecoverOrphanedTransactionCommand when the check service asks
+//!                   RecoverOrphanedTransactionCommand when the check service asks, thread
+//!                   stacks and VerifyMessage for mqadmin (answers: pending.rs)
 //!     assign.rs     QueryAssignment: queue -1 (every queue for an orderly group)
 //!     consume.rs    ReceiveMessage: the core's POP, long polling, filters; convert.rs builds
 //!                   each v2 Message, receipt.rs seals its handle (HMAC, opaque to clients)
@@ -40,6 +41,7 @@ mod convert;
 mod hash;
 mod listener;
 pub mod pb;
+mod pending;
 mod receipt;
 mod recover;
 mod renew;
@@ -122,6 +124,8 @@ pub struct Grpc {
     round_robin: AtomicUsize,
     /// Telemetry streams opened so far (each stream's id).
     streams: AtomicU64,
+    /// Server commands waiting for their client's answer.
+    pending: Arc<pending::Pending>,
     /// Cancelled when the broker shuts down: Telemetry streams end, so tonic can drain.
     shutdown: CancellationToken,
 }
@@ -137,6 +141,7 @@ impl Grpc {
             renewals: renew::Renewals::default(),
             round_robin: AtomicUsize::new(0),
             streams: AtomicU64::new(0),
+            pending: Arc::default(),
             shutdown: CancellationToken::new(),
         })
     }

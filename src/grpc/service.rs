@@ -211,7 +211,7 @@ async fn heartbeat(g: &Grpc, id: &str, req: &Request<HeartbeatRequest>) -> Resul
         None => return Err(Refused::new(Code::UnrecognizedClientType, "no publishing or subscription settings")),
     };
     let language = req.metadata().get(LANGUAGE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("OTHER");
-    let client = Arc::new(CommandSink(commands));
+    let client = Arc::new(CommandSink { commands, stream: session, pending: g.pending.clone() });
     let who = DoorSession { session, client_id: id.to_owned(), peer: peer(req), language: language.to_owned(), client };
     g.broker.client_seen(who, role).await;
     Ok(())

@@ -23,6 +23,7 @@ use tracing::debug;
 
 use super::auth::Guarded;
 use super::pb::{settings::PubSub, telemetry_command::Command, Code, Settings, TelemetryCommand};
+use super::pending::Answer;
 use super::status::{self, Refused};
 use super::{validate, Grpc};
 use crate::acl::authority::Authority;
@@ -60,6 +61,16 @@ pub fn open(
             };
             let answer = match cmd.command {
                 Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id, &tx),
+                // Answers to the server's commands, under their nonce (`pending.rs`).
+                Some(Command::ThreadStackTrace(t)) => {
+                    g.pending.answer(stream_id, &t.nonce, Answer::Stack(t.thread_stack_trace.unwrap_or_default()));
+                    continue;
+                }
+                Some(Command::VerifyMessageResult(v)) => {
+                    let code = cmd.status.as_ref().map_or(Code::Unspecified as i32, |s| s.code);
+                    g.pending.answer(stream_id, &v.nonce, Answer::Verified(code));
+                    continue;
+                }
                 // Results of server commands (a RecoverOrphanedTransactionCommand is answered by
                 // EndTransaction, not here) and anything else.
                 _ if g.clients.get(&client_id).is_some() => continue,

@@ -90,3 +90,68 @@ async fn heartbeats_put_grpc_clients_in_the_broker_groups_and_their_end_takes_th
     assert!(b.inner.producers.channels("GrpcClientsT").is_empty(), "the producer left");
     b.stop().await;
 }
+
+/// mqadmin's requests that go to a consumer reach a gRPC one on its Telemetry stream, as with
+/// Java's proxy: `consumerStatus` with jstack (GET_CONSUMER_RUNNING_INFO) is a
+/// PrintThreadStackTraceCommand, `consumeMessage` (CONSUME_MESSAGE_DIRECTLY) a
+/// VerifyMessageCommand carrying the message; each answer counts only under its nonce.
+#[tokio::test]
+async fn mqadmin_reaches_a_grpc_consumer_for_its_thread_stacks_and_a_direct_consume() {
+    use ferrocket::protocol::{RequestCode, ResponseCode};
+    use telemetry_command::Command;
+
+    let dir = tempfile::tempdir().unwrap();
+    let b = grpc_broker(dir.path(), |_| {}).await;
+    topic(&b, "GrpcAdminT", 1, None);
+    let mut c = plain_client(&b).await;
+    let r = super::grpc::send(&mut c, vec![super::grpc::message("GrpcAdminT", "direct-1", b"consume me")]).await;
+    assert_eq!(code(&r.status), Code::Ok);
+    let m = super::grpc::stored(&b, "GrpcAdminT", 0, 0).await.expect("stored");
+    let msg_id = ferrocket::model::message::offset_msg_id(m.store_host, m.commit_log_offset);
+    let (tx, mut answers) = telemetry(&c, "it-admin-c", consumer("GrpcAdminG", "GrpcAdminT", "*")).await;
+    assert_eq!(code(&answers.message().await.unwrap().unwrap().status), Code::Ok);
+    let hb = c.heartbeat(with("it-admin-c", "JAVA", Some("GrpcAdminG"), ClientType::PushConsumer)).await;
+    assert_eq!(code(&hb.unwrap().into_inner().status), Code::Ok);
+    let admin = std::sync::Arc::new(super::support::client());
+    let ask = |code: RequestCode, extra: (&'static str, String)| {
+        let mut r = super::support::request(code, &[("consumerGroup", "GrpcAdminG"), ("clientId", "it-admin-c")]);
+        r.ext_fields.insert(extra.0.into(), extra.1);
+        let (admin, addr) = (admin.clone(), b.addr.clone());
+        tokio::spawn(async move { super::broker_harness::call_addr(&admin, &addr, r).await })
+    };
+    let answer = |status: Code, command: Command| TelemetryCommand {
+        status: Some(Status { code: status as i32, message: String::new() }),
+        command: Some(command),
+    };
+
+    // consumerStatus -s: the thread stacks.
+    let running = ask(RequestCode::GET_CONSUMER_RUNNING_INFO, ("jstackEnable", "true".into()));
+    let asked = answers.message().await.unwrap().expect("a command");
+    let Some(Command::PrintThreadStackTraceCommand(p)) = asked.command else { panic!("{asked:?}") };
+    let forged = ThreadStackTrace { nonce: "not-the-nonce".into(), thread_stack_trace: Some("forged".into()) };
+    tx.send(answer(Code::Ok, Command::ThreadStackTrace(forged))).await.unwrap();
+    let real = ThreadStackTrace { nonce: p.nonce, thread_stack_trace: Some("\"main\" RUNNABLE".into()) };
+    tx.send(answer(Code::Ok, Command::ThreadStackTrace(real))).await.unwrap();
+    let r = running.await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let info: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(info["jstack"], "\"main\" RUNNABLE", "the answer under the nonce, not the forged one");
+
+    // consumeMessage: the message, and the client's verdict.
+    let direct = ask(RequestCode::CONSUME_MESSAGE_DIRECTLY, ("msgId", msg_id));
+    let asked = answers.message().await.unwrap().expect("a command");
+    let Some(Command::VerifyMessageCommand(v)) = asked.command else { panic!("{asked:?}") };
+    let m = v.message.expect("the message");
+    assert_eq!((m.topic.unwrap().name.as_str(), m.body.as_ref()), ("GrpcAdminT", &b"consume me"[..]));
+    assert_eq!(m.system_properties.unwrap().message_id, "direct-1");
+    let verdict = VerifyMessageResult { nonce: v.nonce };
+    tx.send(answer(Code::FailedToConsumeMessage, Command::VerifyMessageResult(verdict))).await.unwrap();
+    let r = direct.await.unwrap();
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let result: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(result["consumeResult"], "CR_LATER");
+    // A message id that names nothing.
+    let missing = ask(RequestCode::CONSUME_MESSAGE_DIRECTLY, ("msgId", "7F00000100002A9F00000000FFFFFFFF".into()));
+    assert_eq!(missing.await.unwrap().response_code(), ResponseCode::SYSTEM_ERROR);
+    b.stop().await;
+}

@@ -156,6 +156,7 @@ impl BrokerProcessor {
             RequestCode::INVOKE_BROKER_TO_RESET_OFFSET => reset_offset::invoke_broker_to_reset_offset(b, req).await,
             RequestCode::CLONE_GROUP_OFFSET => stats::clone_group_offset(b, req),
             RequestCode::GET_CONSUMER_RUNNING_INFO => stats::get_consumer_running_info(b, req).await,
+            RequestCode::CONSUME_MESSAGE_DIRECTLY => stats::consume_message_directly(b, req).await,
             RequestCode(223) => stats::invoke_broker_to_get_consumer_status(b, req).await,
             RequestCode::GET_BROKER_RUNTIME_INFO => runtime_info::get_broker_runtime_info(b, req),
             RequestCode(315) => broker_stats::view_broker_stats_data(b, req),

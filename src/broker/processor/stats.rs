@@ -10,8 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{fail, ok, Handled};
+use super::{fail, ok, BrokerError, Handled};
+use crate::broker::client::{ClientChannel, Link};
 use crate::broker::BrokerInner;
+use crate::core::door::Verified;
 use crate::protocol::body::admin::*;
 use crate::protocol::body::client::MessageQueue;
 use crate::protocol::header::broker::*;
@@ -172,35 +174,104 @@ pub fn clone_group_offset(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     Ok(Some(ok(req)))
 }
 
-/// Asks the client for its running info and relays the answer (Java waits 10 s).
+/// The member `client_id` of `group`, or Java's "not online" refusal.
+fn online_member(b: &BrokerInner, group: &str, client_id: &str) -> Result<ClientChannel, BrokerError> {
+    let channel =
+        b.consumers.group(group).and_then(|i| i.channels.values().find(|c| c.client_id == client_id).cloned());
+    match channel {
+        Some(ch) => Ok(ch),
+        None => fail(ResponseCode::SYSTEM_ERROR, format!("The Consumer <{group}> <{client_id}> not online")),
+    }
+}
+
+/// How long the broker waits for a client's answer (`Broker2Client.callClient`).
+const CLIENT_ANSWER: Duration = Duration::from_secs(10);
+
+/// Asks the client for its running info and relays the answer (Java waits 10 s). A gRPC
+/// client answers only a jstack request (PrintThreadStackTraceCommand, as Java's proxy): its
+/// running info is then its thread stacks alone.
 pub async fn get_consumer_running_info(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = GetConsumerRunningInfoRequestHeader::decode(&req.ext_fields)?;
-    let channel = b
-        .consumers
-        .group(&h.consumer_group)
-        .and_then(|i| i.channels.values().find(|c| c.client_id == h.client_id).cloned());
-    let Some(ch) = channel else {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!("The Consumer <{}> <{}> not online", h.consumer_group, h.client_id),
-        );
-    };
-    let Some(conn) = ch.link.remoting() else {
-        return fail(
-            ResponseCode::SYSTEM_ERROR,
-            format!("The Consumer <{}> <{}> is a gRPC client: no running info", h.consumer_group, h.client_id),
-        );
+    let ch = online_member(b, &h.consumer_group, &h.client_id)?;
+    let conn = match &ch.link {
+        Link::Remoting(conn) => conn,
+        Link::Door { client, .. } if h.jstack_enable => {
+            let Some(stack) = client.thread_stack_trace(CLIENT_ANSWER).await else {
+                return fail(ResponseCode::CONSUME_MSG_TIMEOUT, "the gRPC client did not send its thread stacks");
+            };
+            let info = serde_json::json!({
+                "jstack": stack, "properties": {}, "subscriptionSet": [], "mqTable": {}, "statusTable": {},
+            });
+            return Ok(Some(ok(req).with_body(info.to_string().into_bytes())));
+        }
+        Link::Door { .. } => {
+            return fail(
+                ResponseCode::SYSTEM_ERROR,
+                format!("The Consumer <{}> <{}> is a gRPC client: no running info", h.consumer_group, h.client_id),
+            )
+        }
     };
     let mut ask = RemotingCommand::request(RequestCode::GET_CONSUMER_RUNNING_INFO);
     h.encode(&mut ask.ext_fields);
-    match conn.invoke(ask, Duration::from_secs(10)).await {
-        Ok(answer) => {
-            let mut resp = RemotingCommand::response_to(req, answer.response_code());
-            resp.remark = answer.remark;
-            resp.body = answer.body;
-            Ok(Some(resp))
-        }
+    match conn.invoke(ask, CLIENT_ANSWER).await {
+        Ok(answer) => Ok(Some(relayed(req, answer))),
         Err(e) => fail(ResponseCode::CONSUME_MSG_TIMEOUT, format!("consumer running info request failed: {e}")),
+    }
+}
+
+fn relayed(req: &RemotingCommand, answer: RemotingCommand) -> RemotingCommand {
+    let mut resp = RemotingCommand::response_to(req, answer.response_code());
+    resp.remark = answer.remark;
+    resp.body = answer.body;
+    resp
+}
+
+/// CONSUME_MESSAGE_DIRECTLY (309, mqadmin `consumeMessage`): the message `msgId` names (an
+/// offset message id) is given to one online consumer to consume once, and its
+/// ConsumeMessageDirectlyResult relayed. A remoting client gets the request with the stored
+/// record as its body (`AdminBrokerProcessor.consumeMessageDirectly`); a gRPC client a
+/// VerifyMessageCommand, whose answer maps as Java's proxy maps it.
+pub async fn consume_message_directly(b: &BrokerInner, req: &RemotingCommand) -> Handled {
+    let h = ConsumeMessageDirectlyResultRequestHeader::decode(&req.ext_fields)?;
+    let ch = online_member(b, &h.consumer_group, &h.client_id)?;
+    let record = crate::model::message::decode_offset_msg_id(&h.msg_id).and_then(|(_, at)| b.store.record_at(at));
+    let Some(record) = record else {
+        return fail(
+            ResponseCode::SYSTEM_ERROR,
+            format!("no message with the id {}", crate::model::name::shown(&h.msg_id)),
+        );
+    };
+    match &ch.link {
+        Link::Remoting(conn) => {
+            let mut ask = RemotingCommand::request(RequestCode::CONSUME_MESSAGE_DIRECTLY);
+            ask.ext_fields = req.ext_fields.clone();
+            ask.ext_fields.insert("brokerName".into(), b.config.broker_name.clone());
+            ask.body = record.into_bytes();
+            match conn.invoke(ask, CLIENT_ANSWER).await {
+                Ok(answer) => Ok(Some(relayed(req, answer))),
+                Err(e) => fail(ResponseCode::CONSUME_MSG_TIMEOUT, format!("consume message directly failed: {e}")),
+            }
+        }
+        Link::Door { client, .. } => {
+            let started = std::time::Instant::now();
+            let Some(verified) = client.verify_message(record.into_bytes().to_vec(), CLIENT_ANSWER).await else {
+                return fail(ResponseCode::CONSUME_MSG_TIMEOUT, "the gRPC client did not answer in time");
+            };
+            let result = match verified {
+                Verified::Consumed => Some("CR_SUCCESS"),
+                Verified::Later => Some("CR_LATER"),
+                Verified::Corrupted => Some("CR_RETURN_NULL"),
+                Verified::Other => None,
+            };
+            let mut body = serde_json::json!({
+                "order": false, "autoCommit": true, "remark": "from gRPC client",
+                "spentTimeMills": started.elapsed().as_millis() as u64,
+            });
+            if let Some(r) = result {
+                body["consumeResult"] = r.into();
+            }
+            Ok(Some(ok(req).with_body(body.to_string().into_bytes())))
+        }
     }
 }
 

@@ -277,6 +277,17 @@ command_header! {
 }
 
 command_header! {
+    /// CONSUME_MESSAGE_DIRECTLY (309), as mqadmin sends it to the broker (which adds
+    /// `brokerName` and relays it to the client).
+    pub struct ConsumeMessageDirectlyResultRequestHeader {
+        consumer_group: String = "consumerGroup",
+        client_id: String = "clientId",
+        msg_id: String = "msgId",
+        broker_name: Option<String> = "brokerName",
+    }
+}
+
+command_header! {
     /// GET_CONSUMER_RUNNING_INFO (307).
     pub struct GetConsumerRunningInfoRequestHeader {
         consumer_group: String = "consumerGroup",

@@ -26,7 +26,11 @@ import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.impl.MQClientAPIImpl;
+import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.body.CMResult;
+import org.apache.rocketmq.remoting.protocol.body.ConsumeMessageDirectlyResult;
+import org.apache.rocketmq.remoting.protocol.body.ConsumerRunningInfo;
 import org.apache.rocketmq.remoting.protocol.header.QueryConsumerOffsetRequestHeader;
 import org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig;
 import org.junit.jupiter.api.AfterAll;
@@ -210,6 +214,21 @@ class Grpc5ConsumerTest {
                 }
             });
             seen.forEach((k, v) -> assertEquals(1, v.get(), k + " consumed once"));
+
+            // mqadmin's requests to a consumer reach the SDK on its Telemetry stream: consumerStatus
+            // with jstack (PrintThreadStackTraceCommand) and consumeMessage (VerifyMessageCommand).
+            String addr = brokerAddr("Grpc5Push");
+            String clientId = api().getConsumerConnectionList(addr, "Grpc5PushG", 5000).getConnectionSet().iterator()
+                .next().getClientId();
+            ConsumerRunningInfo info = api().getConsumerRunningInfo(addr, "Grpc5PushG", clientId, true, 15000);
+            assertTrue(info.getJstack() != null && info.getJstack().contains("Thread"), "the SDK's thread stacks");
+            MessageClientExt first = (MessageClientExt) reader.pull(new MessageQueue("Grpc5Push", "grpc5-broker", 0), "*", 0, 1, 5000)
+                .getMsgFoundList().get(0);
+            ConsumeMessageDirectlyResult direct =
+                api().consumeMessageDirectly(addr, "Grpc5PushG", clientId, "Grpc5Push", first.getOffsetMsgId(), 15000);
+            assertEquals(CMResult.CR_SUCCESS, direct.getConsumeResult());
+            String again = new String(first.getBody(), StandardCharsets.UTF_8);
+            assertEquals(2, seen.get(again).get(), again + " consumed again, directly");
         }
     }
 
