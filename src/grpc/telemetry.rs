@@ -59,21 +59,23 @@ pub fn open(
                     break;
                 }
             };
+            let known = || g.clients.get(&client_id).is_some();
             let answer = match cmd.command {
                 Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id, &tx),
-                // Answers to the server's commands, under their nonce (`pending.rs`).
-                Some(Command::ThreadStackTrace(t)) => {
+                // Answers to the server's commands, under their nonce (`pending.rs`), from a client
+                // that sent its Settings.
+                Some(Command::ThreadStackTrace(t)) if known() => {
                     g.pending.answer(stream_id, &t.nonce, Answer::Stack(t.thread_stack_trace.unwrap_or_default()));
                     continue;
                 }
-                Some(Command::VerifyMessageResult(v)) => {
+                Some(Command::VerifyMessageResult(v)) if known() => {
                     let code = cmd.status.as_ref().map_or(Code::Unspecified as i32, |s| s.code);
                     g.pending.answer(stream_id, &v.nonce, Answer::Verified(code));
                     continue;
                 }
                 // Results of server commands (a RecoverOrphanedTransactionCommand is answered by
                 // EndTransaction, not here) and anything else.
-                _ if g.clients.get(&client_id).is_some() => continue,
+                _ if known() => continue,
                 _ => Ok(with_status(Refused::new(
                     Code::UnrecognizedClientType,
                     "cannot find client settings for this client",

@@ -534,7 +534,7 @@ class MqadminTest {
     }
 
     @Test
-    void getConsumerStatusRelaysTheOffsetsEachOnlineConsumerHolds() throws Exception {
+    void getConsumerStatusAndConsumeMessageReachEachOnlineConsumer() throws Exception {
         String topic = Compat.unique("adm-status");
         env.createTopic(topic, 2, 2, PERM_RW);
         Map<Integer, List<SendResult>> sent = fill(topic, 6, 4);
@@ -553,6 +553,12 @@ class MqadminTest {
                 () -> byQueue(admin.getConsumeStatus(topic, group, ""), topic),
                 m -> Map.of(clientId, Map.of(0, 6L, 1, 4L)).equals(m));
             assertEquals(Map.of(clientId, Map.of(0, 6L, 1, 4L)), one, "getConsumerStatus of one consumer");
+
+            // mqadmin consumeMessage: CONSUME_MESSAGE_DIRECTLY; the broker hands the stored message to
+            // that consumer, whose listener consumes it again, and relays its result
+            var direct = admin.consumeMessageDirectly(group, clientId, topic, sent.get(0).get(0).getOffsetMsgId());
+            assertEquals("CR_SUCCESS", direct.getConsumeResult().name(), "consumeMessage of q0-0: " + direct);
+            assertEquals(2, counts.get("q0-0").get(), "q0-0 consumed again, directly");
 
             // a second consumer: both answer, each with the queues it holds; asking one by id gets only it
             // (not consume(): the retry topic's one queue goes to one of the two consumers only)
