@@ -1,6 +1,7 @@
 //! The gRPC door's clients in the broker's ProducerManager and ConsumerManager, as Java's proxy
 //! registers them in local mode (`ClientActivity.registerProducer` / `registerConsumer`): a
-//! producer in the group of each topic it publishes to (a gRPC producer's group is its topic),
+//! producer in the group of each topic it publishes to that the broker has (a gRPC producer's
+//! group is its topic),
 //! a consumer in its group as CLUSTERING, CONSUME_FROM_LAST_OFFSET, CONSUME_ACTIVELY (simple)
 //! or CONSUME_PASSIVELY (push), with its subscriptions. So mqadmin's `producerConnection`,
 //! `consumerConnection` and `consumerProgress` list them, and the transaction check service
@@ -39,8 +40,10 @@ pub async fn heartbeat(b: &Arc<BrokerInner>, s: DoorSession, role: DoorRole) {
     };
     match role {
         DoorRole::Producer { topics } => {
-            for topic in topics {
-                b.producers.register(&topic, channel.clone());
+            // Only topics this broker has: a client's settings may name up to 1024 of any
+            // name, and the table must not grow with names (Java registers every one).
+            for topic in topics.iter().filter(|t| b.topics.get(t).is_some()) {
+                b.producers.register(topic, channel.clone());
             }
         }
         DoorRole::Consumer { group, push, subscriptions } => {

@@ -1,5 +1,5 @@
 //! The gRPC door's clients in the broker's client tables, as Java's proxy registers them in local
-//! mode: a heartbeat puts a producer in its topic's producer group and a consumer in its group
+//! mode: a heartbeat puts a producer in its topics' producer groups (topics the broker has) and a consumer in its group
 //! (CLUSTERING, push = CONSUME_PASSIVELY, its subscriptions, its SDK's language), where
 //! mqadmin's connection lists read them; the end of the Telemetry stream and
 //! NotifyClientTermination take them out. A subscription to a name that is not a topic is
@@ -44,7 +44,7 @@ async fn heartbeats_put_grpc_clients_in_the_broker_groups_and_their_end_takes_th
     let publishing = Settings {
         client_type: Some(ClientType::Producer as i32),
         pub_sub: Some(settings::PubSub::Publishing(Publishing {
-            topics: vec![resource("GrpcClientsT").unwrap()],
+            topics: vec![resource("GrpcClientsT").unwrap(), resource("GrpcClientsNoSuchTopic").unwrap()],
             ..Default::default()
         })),
         ..Default::default()
@@ -69,6 +69,7 @@ async fn heartbeats_put_grpc_clients_in_the_broker_groups_and_their_end_takes_th
     assert_eq!(producers.iter().map(|p| p.client_id.as_str()).collect::<Vec<_>>(), ["it-clients-p"]);
     assert_eq!(producers[0].language.name(), "JAVA");
     assert!(producers[0].link.remoting().is_none(), "a gRPC session, not a remoting connection");
+    assert!(b.inner.producers.channels("GrpcClientsNoSuchTopic").is_empty(), "only topics the broker has");
     let group = b.inner.consumers.group("GrpcClientsG").expect("the consumer's group");
     assert_eq!(group.client_ids(), ["it-clients-c"], "the refused one is not in it");
     assert_eq!(group.consume_type, "CONSUME_PASSIVELY");
