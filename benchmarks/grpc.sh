@@ -114,6 +114,7 @@ resolve() { # what pom goals... (the classpath file is target/classpath.txt besi
   flock /tmp/ferrocket-cargo.lock mvn -B -q -f "$pom" "$@" dependency:build-classpath \
     -Dmdep.outputFile=target/classpath.txt > "$RUN/mvn-$(basename "$(dirname "$pom")").log" 2>&1 \
     || { tail -n 30 "$RUN/mvn-$(basename "$(dirname "$pom")").log"; die "resolving $what failed"; }
+  touch "$(dirname "$pom")/target/classpath.txt" # the plugin keeps an unchanged file's mtime
 }
 [[ -s $JAVA_CP_FILE ]] || resolve "the Java NameServer/proxy 5.3.3" "$HERE/java-broker/pom.xml"
 [[ -s $LOADGEN_CP_FILE && -d $HERE/grpc-loadgen/target/classes/dev
