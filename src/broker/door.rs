@@ -1,9 +1,8 @@
 //! The gRPC door's clients in the broker's ProducerManager and ConsumerManager, as Java's proxy
 //! registers them in local mode (`ClientActivity.registerProducer` / `registerConsumer`): a
 //! producer in the group of each topic it publishes to that the broker has (a gRPC producer's
-//! group is its topic),
-//! a consumer in its group as CLUSTERING, CONSUME_FROM_LAST_OFFSET, CONSUME_ACTIVELY (simple)
-//! or CONSUME_PASSIVELY (push), with its subscriptions. So mqadmin's `producerConnection`,
+//! group is its topic), a consumer in its group as CLUSTERING, CONSUME_FROM_LAST_OFFSET,
+//! CONSUME_ACTIVELY (simple) or CONSUME_PASSIVELY (push), with its subscriptions. So mqadmin's `producerConnection`,
 //! `consumerConnection` and `consumerProgress` list them, and the transaction check service
 //! asks their producers (`client::DoorClient`). Their heartbeats (every 10 s from the SDKs) keep
 //! them, and expire them as any client's; the end of their Telemetry stream or
