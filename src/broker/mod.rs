@@ -302,6 +302,11 @@ impl Broker {
             topics_learned: Notify::new(),
             cold_ctr: coldctr::ColdDataCtr::default(),
         });
+        if !inner.config.is_slave() {
+            // No pop, ack or change is served before `pop_restore` replays the state log (it
+            // runs once the broker runs, after its listeners are open).
+            inner.pop.hold_until_restored();
+        }
         if inner.config.is_slave() {
             // From now on the dispatcher teaches the slave every topic it stores; what it
             // dispatched before (recovery, or a crash before topics.json was written) is

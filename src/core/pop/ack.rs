@@ -43,6 +43,7 @@ impl Core {
         ck: (i64, i64),
         offsets: &[i64],
     ) -> usize {
+        self.pop.restored().await;
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
         let (start, pop_time) = ck;
         let acked: Vec<i64> = {
@@ -79,6 +80,7 @@ impl Core {
         offset: i64,
         invisible_ms: i64,
     ) -> Option<Changed> {
+        self.pop.restored().await;
         let key = QueueKey { group: group.to_owned(), topic: topic.to_owned(), queue_id };
         let old = (handle.ck_offset, handle.pop_time);
         let (start, pop_time, next, order) = {

@@ -70,9 +70,38 @@ pub struct PopService {
     polling: Mutex<HashMap<(String, String), Held>>,
     /// PULL or POP per (topic, group), loaded on first use.
     modes: std::sync::OnceLock<mode::RequestModes>,
+    /// Closed by a master from its start until the table is restored from the state log:
+    /// pops, acks, changes and notifications wait at it, so that none sees the table before
+    /// the replay (a pop served then started a queue again at its first message).
+    restored: Restored,
+}
+
+/// An open-or-closed gate (open by default: a core without a broker has nothing to restore).
+struct Restored(tokio::sync::watch::Sender<bool>);
+
+impl Default for Restored {
+    fn default() -> Self {
+        Self(tokio::sync::watch::channel(true).0)
+    }
 }
 
 impl PopService {
+    /// Closes the gate until [`Core::pop_restore`] has replayed the state log (a master, before
+    /// its listeners start).
+    pub fn hold_until_restored(&self) {
+        self.restored.0.send_replace(false);
+    }
+
+    pub(crate) fn mark_restored(&self) {
+        self.restored.0.send_replace(true);
+    }
+
+    /// Waits until the table is restored (at once when it is).
+    pub(crate) async fn restored(&self) {
+        let mut rx = self.restored.0.subscribe();
+        let _ = rx.wait_for(|open| *open).await;
+    }
+
     pub(crate) fn table(&self) -> std::sync::MutexGuard<'_, state::PopTable> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -29,6 +29,7 @@ pub struct NotifyRequest<'a> {
 impl Core {
     /// Whether a pop would find messages now or within `poll`.
     pub async fn pop_notification(&self, req: &NotifyRequest<'_>) -> Result<bool, PopError> {
+        self.pop.restored().await;
         let pop = PopRequest {
             group: req.group,
             topic: req.topic,

@@ -189,6 +189,7 @@ impl Core {
             table.forget_if_idle(&key);
         }
         drop(table);
+        self.pop.mark_restored();
         self.pop.wake.notify_one();
         replayed
     }

@@ -88,6 +88,7 @@ pub enum PopError {
 impl Core {
     /// Pops up to `max_nums` messages; waits up to `poll` for arrivals when none are found.
     pub async fn pop(&self, req: &PopRequest<'_>) -> Result<Popped, PopError> {
+        self.pop.restored().await;
         let retry = pop_retry_topic(req.topic, req.group, req.retry_v2);
         let queues = self.pop_queues(req, &retry);
         let first = self.pop_once(req, &queues);

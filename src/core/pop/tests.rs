@@ -221,3 +221,36 @@ async fn a_restart_replays_checkpoints_and_acks_from_the_state_log() {
     assert_eq!(c.offsets.query("g", "T", 0), 2);
     assert_eq!(c.revive_due(pop_time + 60_000).await, 1, "offset 2 comes back");
 }
+
+/// A master holds pops and acks from its start until the state log is replayed: a pop that
+/// came first (a client reconnecting as soon as the listener is open) would have started the
+/// queue again at its first message, acked before the restart, as attempt 1.
+#[tokio::test]
+async fn pops_and_acks_wait_until_the_state_log_is_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let c = core(dir.path());
+        c.pop_restore().await;
+        c.topics.create_if_absent("T", 1, 6, 0);
+        put(&c, "T", 0, 3).await;
+        let p = c.pop(&req(0, 2, 60_000, Duration::ZERO)).await.unwrap();
+        let q = &p.queues[0];
+        for m in &q.messages {
+            assert_eq!(c.pop_ack("g", "T", 0, &handle(&p, q, m), m.queue_offset).await, AckOutcome::Acked);
+        }
+        c.persist_topics().await;
+        c.store.await_dispatched(Duration::from_secs(5)).await;
+    }
+    let c = core(dir.path());
+    c.pop.hold_until_restored();
+    let c2 = c.clone();
+    let early = tokio::spawn(async move { c2.pop(&req(0, 3, 60_000, Duration::ZERO)).await });
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!early.is_finished(), "no pop is served before the replay");
+    c.pop_restore().await;
+    let p = early.await.unwrap().unwrap();
+    let offsets: Vec<i64> = p.queues.iter().flat_map(|q| q.messages.iter().map(|m| m.queue_offset)).collect();
+    assert_eq!(offsets, [2], "the two acked before the restart do not come again");
+}
