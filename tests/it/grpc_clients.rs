@@ -108,7 +108,8 @@ async fn mqadmin_reaches_a_grpc_consumer_for_its_thread_stacks_and_a_direct_cons
     let r = super::grpc::send(&mut c, vec![super::grpc::message("GrpcAdminT", "direct-1", b"consume me")]).await;
     assert_eq!(code(&r.status), Code::Ok);
     let m = super::grpc::stored(&b, "GrpcAdminT", 0, 0).await.expect("stored");
-    let msg_id = ferrocket::model::message::offset_msg_id(m.store_host, m.commit_log_offset);
+    let (m_host, m_offset) = (m.store_host, m.commit_log_offset);
+    let msg_id = ferrocket::model::message::offset_msg_id(m_host, m_offset);
     let (tx, mut answers) = telemetry(&c, "it-admin-c", consumer("GrpcAdminG", "GrpcAdminT", "*")).await;
     assert_eq!(code(&answers.message().await.unwrap().unwrap().status), Code::Ok);
     let hb = c.heartbeat(with("it-admin-c", "JAVA", Some("GrpcAdminG"), ClientType::PushConsumer)).await;
@@ -151,8 +152,14 @@ async fn mqadmin_reaches_a_grpc_consumer_for_its_thread_stacks_and_a_direct_cons
     assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
     let result: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(result["consumeResult"], "CR_LATER");
-    // A message id that names nothing.
+    // A message id that names nothing, and one inside the record (its bytes would be read as a
+    // made-up size): refused, nothing sent to the client.
     let missing = ask(RequestCode::CONSUME_MESSAGE_DIRECTLY, ("msgId", "7F00000100002A9F00000000FFFFFFFF".into()));
     assert_eq!(missing.await.unwrap().response_code(), ResponseCode::SYSTEM_ERROR);
+    let inside = ferrocket::model::message::offset_msg_id(m_host, m_offset + 8);
+    let inside = ask(RequestCode::CONSUME_MESSAGE_DIRECTLY, ("msgId", inside));
+    assert_eq!(inside.await.unwrap().response_code(), ResponseCode::SYSTEM_ERROR);
+    let nothing = tokio::time::timeout(Duration::from_millis(100), answers.message()).await;
+    assert!(nothing.is_err(), "no command for a refused id: {nothing:?}");
     b.stop().await;
 }
