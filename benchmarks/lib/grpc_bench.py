@@ -12,23 +12,12 @@
 
 import argparse
 import json
-import os
 import random
-import socket
 import statistics
 import sys
-import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def port_free(port):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("0.0.0.0", port))
-            return True
-        except OSError:
-            return False
+# /proc and port helpers are run.sh's (bench.py, beside this file).
+from bench import CLK_TCK, cpu_ticks, machine_busy_ticks, port_free, wait_port
 
 
 def pick_ports():
@@ -40,28 +29,10 @@ def pick_ports():
     sys.exit("no free ports")
 
 
-def wait_port(port, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return 0
-        except OSError:
-            time.sleep(0.2)
-    return 1
-
-
-def machine_busy():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4]  # all but idle and iowait
-
-
 def proc_ticks(pid):
+    """utime + stime of `pid`; 0 once it has exited."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            rest = f.read().rsplit(")", 1)[1].split()
-        return int(rest[11]) + int(rest[12])  # utime + stime
+        return cpu_ticks(pid)
     except (OSError, IndexError, ValueError):
         return 0
 
@@ -163,9 +134,9 @@ def main():
     if cmd == "ports":
         print(*pick_ports())
     elif cmd == "wait-port":
-        sys.exit(wait_port(int(rest[0]), float(rest[1])))
+        sys.exit(0 if wait_port(int(rest[0]), float(rest[1])) else 1)
     elif cmd == "ticks":
-        print(machine_busy(), *[proc_ticks(p) for p in rest])
+        print(machine_busy_ticks(), *[proc_ticks(p) for p in rest])
     elif cmd in ("record", "report"):
         p = argparse.ArgumentParser(prog=f"grpc_bench.py {cmd}")
         p.add_argument("--results", required=True)
