@@ -62,8 +62,9 @@ impl Clients {
         Ok(())
     }
 
-    pub fn get(&self, id: &str) -> Option<Settings> {
-        self.lock().get(id).map(|c| c.settings.clone())
+    /// Whether the client sent its Settings (without copying them).
+    pub fn knows(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
     }
 
     /// A client's settings with the Telemetry stream that registered them and its sender.
@@ -158,9 +159,9 @@ mod tests {
         c.put("a", Settings::default(), 1, tx.clone()).unwrap();
         c.put("a", Settings::default(), 2, tx.clone()).unwrap();
         c.remove("a", Some(1));
-        assert!(c.get("a").is_some());
+        assert!(c.knows("a"));
         c.remove("a", Some(2));
-        assert!(c.get("a").is_none());
+        assert!(!c.knows("a"));
         for i in 0..MAX_CLIENTS {
             c.put(&i.to_string(), Settings::default(), 0, tx.clone()).unwrap();
         }

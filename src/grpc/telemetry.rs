@@ -59,7 +59,7 @@ pub fn open(
                     break;
                 }
             };
-            let known = || g.clients.get(&client_id).is_some();
+            let known = || g.clients.knows(&client_id);
             let answer = match cmd.command {
                 Some(Command::Settings(s)) => settings(&g, &client_id, &who, s, stream_id, &tx),
                 // Answers to the server's commands, under their nonce (`pending.rs`), from a client
@@ -90,7 +90,7 @@ pub fn open(
         // This session leaves the broker's client tables (a newer stream is another session);
         // they held the stream's sender, which must go for the stream to end.
         g.broker.client_gone(stream_id).await;
-        if g.clients.get(&client_id).is_none() {
+        if !g.clients.knows(&client_id) {
             // Gone (no newer stream): its messages are no longer renewed.
             g.renewals.drop_client(&client_id).await;
         }
