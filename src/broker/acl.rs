@@ -48,7 +48,7 @@ pub struct RecordTopic {
 
 /// The [`RecordTopic`] of the record at `offset` in `store`.
 pub fn record_topic(store: &MessageStore, offset: i64) -> Option<RecordTopic> {
-    let m = store.lookup_message(offset)?;
+    let m = store.named_message(offset)?;
     let bound_for = (m.topic == HALF_TOPIC)
         .then(|| message::parse_properties(&m.properties).remove(property::REAL_TOPIC))
         .flatten();

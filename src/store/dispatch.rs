@@ -280,23 +280,11 @@ mod tests {
     use std::time::Duration;
 
     use crate::model::message::MessageToStore;
-    use crate::store::{FlushDiskType, MessageStore, StoreConfig};
+    use crate::store::test_support::{message, small_config};
+    use crate::store::MessageStore;
 
     fn msg(topic: &str) -> MessageToStore {
-        MessageToStore {
-            topic: topic.into(),
-            queue_id: 0,
-            flag: 0,
-            body: bytes::Bytes::from_static(b"m"),
-            tags_code: 0,
-            properties: String::new(),
-            born_timestamp: 1,
-            born_host: "127.0.0.1:1".parse().unwrap(),
-            store_host: "127.0.0.1:2".parse().unwrap(),
-            sys_flag: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-        }
+        message(topic, bytes::Bytes::from_static(b"m"), String::new())
     }
 
     /// A record whose queue cannot be made (a file stands where its directory goes) is tried
@@ -304,15 +292,7 @@ mod tests {
     #[tokio::test]
     async fn a_record_whose_queue_cannot_be_made_is_left_out_after_its_tries() {
         let dir = tempfile::tempdir().unwrap();
-        let config = StoreConfig {
-            store_path_root_dir: dir.path().to_owned(),
-            mapped_file_size_commit_log: 64 * 1024,
-            mapped_file_size_consume_queue: 20 * 100,
-            flush_disk_type: FlushDiskType::AsyncFlush,
-            clean_file_forcibly_enable: false,
-            ..StoreConfig::default()
-        };
-        let store = MessageStore::open(config).unwrap();
+        let store = MessageStore::open(small_config(dir.path())).unwrap();
         std::fs::write(dir.path().join("consumequeue").join("CLASH"), b"not a directory").unwrap();
         assert!(store.put_messages(&[msg("CLASH")], true).await.is_ok());
         assert!(store.put_messages(&[msg("AFTER")], true).await.is_ok());

@@ -306,7 +306,9 @@ impl MessageStore {
         bytes + size > max_b || count + 1 > max_n
     }
 
-    /// The record stored at a CommitLog offset, as bytes (`lookMessageByOffset` / view by id).
+    /// The record stored at a CommitLog offset the store itself recorded (a ConsumeQueue unit, an
+    /// index entry, the timer log), as bytes (`lookMessageByOffset`). An offset from a peer goes to
+    /// [`MessageStore::named_record`] instead.
     pub fn record_at(&self, commit_log_offset: i64) -> Option<MappedSlice> {
         let offset = u64::try_from(commit_log_offset).ok()?;
         let head = self.inner.commit_log.record(offset, 4)?;
@@ -314,7 +316,8 @@ impl MessageStore {
         self.inner.commit_log.record(offset, size)
     }
 
-    /// The decoded message at a CommitLog offset.
+    /// The decoded message at a CommitLog offset the store itself recorded (a peer's offset:
+    /// [`MessageStore::named_message`]).
     pub fn lookup_message(&self, commit_log_offset: i64) -> Option<StoredMessage> {
         record::decode(&self.record_at(commit_log_offset)?, false)
     }

@@ -39,12 +39,15 @@ pub mod log_start;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 mod message_store;
+mod named;
 mod prefault;
 mod queue_ops;
 mod recovery;
 mod replication_io;
 mod retention;
 mod state;
+#[cfg(test)]
+mod test_support;
 pub mod timer;
 
 pub use admin::QueueUnits;

@@ -189,3 +189,66 @@ async fn a_transaction_finished_during_its_immunity_is_not_checked_again() {
     assert!(checks1.try_recv().is_err(), "the finished transaction was checked");
     b.stop().await;
 }
+
+/// Where a message body starts in a record (v1, IPv4 hosts): after the 84-byte header and the
+/// body length.
+const BODY_AT: i64 = 88;
+
+async fn view(c: &Client, addr: &str, offset: i64) -> RemotingCommand {
+    call_addr(c, addr, request(RequestCode::VIEW_MESSAGE_BY_ID, &[("offset", &offset.to_string())])).await
+}
+
+/// A half message forged inside another message's body (a copy of a real one with its offset
+/// field set to where that body lands, which anybody who saw the last message id can tell) is
+/// not committed, nor viewed by id: END_TRANSACTION and VIEW_MESSAGE_BY_ID name a record by a
+/// CommitLog offset the client gives, and only a genuine record starting there is taken. Before,
+/// the forged copy was committed: a message nobody's send stored.
+#[tokio::test]
+async fn a_half_message_forged_inside_a_message_body_is_neither_committed_nor_viewed() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    let r = call_addr(&c, &b.addr, half("TXF")).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let (q, p) = (r.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&r.ext_fields["msgId"]));
+    let genuine = view(&c, &b.addr, p).await.body.to_vec();
+    assert!(genuine.len() > 36, "the half message is viewed by its id");
+    let forge = |at: i64| {
+        let mut f = genuine.clone();
+        f[28..36].copy_from_slice(&at.to_be_bytes());
+        f
+    };
+    // Carriers of one size: each lands where the previous one ended.
+    let (mut forged_at, mut next) = (None, 0);
+    for _ in 0..5 {
+        let guess = next + BODY_AT;
+        let r = call_addr(&c, &b.addr, send("CARRIER", 0, &forge(guess), "T")).await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        let o = physical_offset(&r.ext_fields["msgId"]);
+        let carrier = view(&c, &b.addr, o).await.body.to_vec();
+        if o + BODY_AT == guess {
+            assert_eq!(
+                &carrier[BODY_AT as usize..][..genuine.len()],
+                &forge(guess)[..],
+                "the forged bytes are in place"
+            );
+            forged_at = Some(guess);
+            break;
+        }
+        next = o + carrier.len() as i64;
+    }
+    let at = forged_at.expect("no carrier landed where the previous one ended");
+
+    let r = call_addr(&c, &b.addr, end("PG", q, at, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR, "the forged half message: {:?}", r.remark);
+    assert_eq!(max_offset(&c, &b.addr, "TXF", 1).await, "0", "nothing committed");
+    let r = view(&c, &b.addr, at).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR, "viewed: {:?}", r.remark);
+    let r = view(&c, &b.addr, p + 1).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR, "an offset inside a record: {:?}", r.remark);
+
+    let r = call_addr(&c, &b.addr, end("PG", q, p, 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "the genuine one: {:?}", r.remark);
+    assert_eq!(max_offset(&c, &b.addr, "TXF", 1).await, "1", "committed once");
+    b.stop().await;
+}

@@ -31,7 +31,7 @@ pub fn query_message(b: &BrokerInner, req: &RemotingCommand) -> Handled {
 
 pub fn view_message_by_id(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = ViewMessageRequestHeader::decode(&req.ext_fields)?;
-    match b.store.record_at(h.offset) {
+    match b.store.named_record(h.offset) {
         Some(record) => {
             let mut resp = ok(req);
             resp.body_parts = vec![record.into_bytes()];

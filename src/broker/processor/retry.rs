@@ -50,7 +50,7 @@ pub async fn consumer_send_msg_back(b: &Arc<BrokerInner>, req: &RemotingCommand)
             format!("the topic[{}] sending message is forbidden", retry_tc.topic_name),
         );
     }
-    let Some(original) = b.store.lookup_message(h.offset) else {
+    let Some(original) = b.store.named_message(h.offset) else {
         return fail(ResponseCode::SYSTEM_ERROR, format!("look message by offset failed, {}", h.offset));
     };
     let mut props = message::parse_properties(&original.properties);

@@ -234,14 +234,8 @@ fn relayed(req: &RemotingCommand, answer: RemotingCommand) -> RemotingCommand {
 pub async fn consume_message_directly(b: &BrokerInner, req: &RemotingCommand) -> Handled {
     let h = ConsumeMessageDirectlyResultRequestHeader::decode(&req.ext_fields)?;
     let ch = online_member(b, &h.consumer_group, &h.client_id)?;
-    // Only a whole record that starts where the id says (an id is the client's: an offset inside
-    // a record would read a made-up size), and never more than a message can be.
-    let limit = b.live.config().max_message_size + (1 << 20);
-    let record = crate::model::message::decode_offset_msg_id(&h.msg_id).and_then(|(_, at)| {
-        let r = b.store.record_at(at)?;
-        let whole = crate::store::commit_log::record::decode(&r, false).is_some_and(|m| m.commit_log_offset == at);
-        (whole && r.len() <= limit).then_some(r)
-    });
+    // The id is the client's: only a genuine record starting where it says (`named_record`).
+    let record = crate::model::message::decode_offset_msg_id(&h.msg_id).and_then(|(_, at)| b.store.named_record(at));
     let Some(record) = record else {
         return fail(
             ResponseCode::SYSTEM_ERROR,

@@ -42,7 +42,7 @@ pub async fn end_transaction(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Han
             return Err(BrokerError::InvalidParameter(format!("commitOrRollback {other} is not 0, 8 or 12")));
         }
     };
-    let half = match b.store.lookup_message(h.commit_log_offset) {
+    let half = match b.store.named_message(h.commit_log_offset) {
         Some(m) if m.topic == HALF_TOPIC => m,
         _ => return fail(ResponseCode::SYSTEM_ERROR, "Find prepared transaction message failed"),
     };

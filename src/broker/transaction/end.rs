@@ -48,7 +48,7 @@ pub async fn end(
     if b.config.is_slave() {
         return Err(EndTxnError::Failed("a slave does not end transactions".into()));
     }
-    let half = match b.store.lookup_message(commit_log_offset) {
+    let half = match b.store.named_message(commit_log_offset) {
         Some(m)
             if m.topic == HALF_TOPIC
                 && m.queue_offset == queue_offset
