@@ -28,6 +28,7 @@ pub mod lock;
 pub mod metrics;
 pub mod processor;
 pub mod register;
+pub mod routes;
 pub mod schedule;
 pub mod slave_sync;
 pub use crate::core::stats;
@@ -91,6 +92,8 @@ pub struct BrokerInner {
     pub topics_learned: Notify,
     /// Cold-read flow control's tables (`coldDataFlowControlEnable`).
     pub cold_ctr: coldctr::ColdDataCtr,
+    /// Topic routes from the NameServers, for QUERY_ASSIGNMENT.
+    pub routes: routes::TopicRoutes,
 }
 
 impl std::ops::Deref for BrokerInner {
@@ -301,6 +304,7 @@ impl Broker {
             outbound,
             topics_learned: Notify::new(),
             cold_ctr: coldctr::ColdDataCtr::default(),
+            routes: routes::TopicRoutes::default(),
         });
         if !inner.config.is_slave() {
             // No pop, ack or change is served before `pop_restore` replays the state log (it

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ferrocket::model::message::{property_value, StoredMessage};
 use ferrocket::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
-use super::broker::{call_addr, records, send, start_broker, wait_max_offset};
+use super::broker::{call_addr, records, send, start_broker, start_broker_on, wait_max_offset};
 use super::support::*;
 
 fn pop(group: &str, topic: &str, queue: i32, max: i32, invisible: i64, poll: i64) -> RemotingCommand {
@@ -303,4 +303,72 @@ async fn popped_messages_are_counted_out() {
     let labels = [("cluster", "PopMetrics"), ("topic", "POPM"), ("protocol", "remoting"), ("consumer_group", "PMG")];
     assert_eq!(super::metrics::sample(&text, "rocketmq_messages_out_total", &labels), Some(3.0), "{text}");
     b.stop().await;
+}
+
+/// The queues QUERY_ASSIGNMENT gives `client` of group G on topic POPM, as (broker, queue id).
+async fn assigned(c: &Client, addr: &str, client: &str) -> Vec<(String, i64)> {
+    let q = format!(
+        r#"{{"topic":"POPM","consumerGroup":"G","clientId":"{client}","strategyName":"AVG","messageModel":"CLUSTERING"}}"#
+    );
+    let r = call_addr(c, addr, request(RequestCode::QUERY_ASSIGNMENT, &[]).with_body(q.into_bytes())).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let mut out: Vec<(String, i64)> = body["messageQueueAssignments"]
+        .as_array()
+        .map(|a| a.iter().map(|m| &m["messageQueue"]).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|q| (q["brokerName"].as_str().unwrap().to_owned(), q["queueId"].as_i64().unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// QUERY_ASSIGNMENT divides the queues of every broker of the topic's route, as the NameServer
+/// has it (Java's `TopicRouteInfoManager`): a client with clientRebalance=false asks one broker of
+/// the route, at random, for its whole assignment. Before, each broker gave its own queues only,
+/// so the other master's messages went unread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assignment_covers_every_broker_of_the_route() {
+    let ns = TestNamesrv::start(|_| {}).await;
+    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let named = |n: &'static str| move |c: &mut ferrocket::broker::BrokerConfig| c.broker_name = n.into();
+    let a = start_broker_on(&ns.addr.to_string(), da.path(), named("broker-a")).await;
+    let b = start_broker_on(&ns.addr.to_string(), db.path(), named("broker-b")).await;
+    let c = client();
+    for x in [&a, &b] {
+        assert_eq!(call_addr(&c, &x.addr, send("POPM", 0, b"x", "A")).await.response_code(), ResponseCode::SUCCESS);
+        let hb = serde_json::json!({
+            "clientID": "c1", "producerDataSet": [], "heartbeatFingerprint": 1, "withoutSub": false,
+            "consumerDataSet": [{"groupName":"G","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",
+              "consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET",
+              "subscriptionDataSet":[{"topic":"POPM","subString":"*","subVersion":1,"expressionType":"TAG"}]}]
+        });
+        let r =
+            call_addr(&c, &x.addr, request(RequestCode::HEART_BEAT, &[]).with_body(serde_json::to_vec(&hb).unwrap()))
+                .await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    }
+    // Both brokers registered the topic (at once, as topics change).
+    assert!(
+        eventually(Duration::from_secs(10), || both_in_route(&c, ns.addr)).await,
+        "the route never had both brokers"
+    );
+    let every: Vec<(String, i64)> =
+        ["broker-a", "broker-b"].iter().flat_map(|n| (0..4).map(move |q| (n.to_string(), q))).collect();
+    assert_eq!(assigned(&c, &a.addr, "c1").await, every, "one client of the group: every queue of both brokers");
+    assert_eq!(assigned(&c, &b.addr, "c1").await, every, "whichever broker is asked");
+    // In POP mode, each broker's queues are shared as queue -1.
+    let mode = br#"{"topic":"POPM","consumerGroup":"G","mode":"POP","popShareQueueNum":0}"#.to_vec();
+    call_addr(&c, &a.addr, pop("G", "POPM", -1, 1, 60_000, 0)).await;
+    let r = call_addr(&c, &a.addr, request(RequestCode::SET_MESSAGE_REQUEST_MODE, &[]).with_body(mode)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    assert_eq!(assigned(&c, &a.addr, "c1").await, [("broker-a".to_owned(), -1), ("broker-b".to_owned(), -1)]);
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn both_in_route(c: &Client, ns: std::net::SocketAddr) -> bool {
+    let r = call(c, ns, request(RequestCode::GET_ROUTEINFO_BY_TOPIC, &[("topic", "POPM")])).await;
+    String::from_utf8_lossy(&r.body).matches("\"readQueueNums\"").count() == 2
 }

@@ -113,7 +113,7 @@ impl BrokerProcessor {
             RequestCode::PEEK_MESSAGE => pop_peek::peek_message(b, req).await,
             RequestCode::NOTIFICATION => pop_peek::notification(b, req).await,
             RequestCode::POLLING_INFO => pop_peek::polling_info(b, req),
-            RequestCode::QUERY_ASSIGNMENT => pop_assign::query_assignment(b, req),
+            RequestCode::QUERY_ASSIGNMENT => pop_assign::query_assignment(b, req).await,
             RequestCode::SET_MESSAGE_REQUEST_MODE => pop_assign::set_message_request_mode(b, req).await,
             RequestCode::HEART_BEAT => consumer::heart_beat(b, conn, req).await,
             RequestCode::UNREGISTER_CLIENT => consumer::unregister_client(b, conn, req).await,

@@ -5,8 +5,8 @@
 //! popShareQueueNum limits the sharing; PULL mode (the default, and always on retry topics)
 //! divides the queues between the group's clients like `AllocateMessageQueueAveragely`.
 //!
-//! Unlike Java, which reads the topic's route from the NameServer, the queues are this broker's
-//! own (a topic spread over several masters is answered per broker).
+//! The queues are those of every broker of the topic's route, as the NameServers have it
+//! (`broker/routes.rs`): the client asks one broker for its whole assignment.
 //!
 //! May import: `model`, `protocol`, `core` and modules of `broker/`.
 
@@ -57,7 +57,7 @@ fn body<T: for<'de> Deserialize<'de>>(req: &RemotingCommand) -> Result<T, Broker
         .map_err(|e| BrokerError::InvalidParameter(format!("bad request body: {e}")))
 }
 
-pub fn query_assignment(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
+pub async fn query_assignment(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled {
     let q: QueryAssignment = body(req)?;
     super::check_topic(&q.topic)?;
     super::check_group(&q.consumer_group)?;
@@ -66,11 +66,10 @@ pub fn query_assignment(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled 
     } else {
         b.pop.request_modes(&b.config.config_dir()).get(&q.topic, &q.consumer_group).unwrap_or_default()
     };
-    let queues = b.topics.view(&q.topic).map(|tc| {
-        let name = &b.config.broker_name;
-        (0..tc.read_queue_nums.max(0))
-            .map(|queue_id| MessageQueue { topic: q.topic.clone(), broker_name: name.clone(), queue_id })
-            .collect::<Vec<_>>()
+    let queues = b.routes.subscribe_queues(b, &q.topic).await.map(|brokers| {
+        let queue =
+            |broker: &str, queue_id| MessageQueue { topic: q.topic.clone(), broker_name: broker.into(), queue_id };
+        brokers.iter().flat_map(|r| (0..r.read_queue_nums).map(|id| queue(&r.broker_name, id))).collect::<Vec<_>>()
     });
     let assigned = match (queues, q.message_model.as_deref()) {
         (None, _) => None,
