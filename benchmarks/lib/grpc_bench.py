@@ -55,7 +55,8 @@ def record(a):
     print(f"{a.server}: TLS {t['per_s']:.0f}/s p50 {t['p50_ms']:.2f} p99 {t['p99_ms']:.2f} ms; "
           f"plaintext {p['per_s']:.0f}/s p50 {p['p50_ms']:.2f} p99 {p['p99_ms']:.2f} ms; "
           f"receive+ack {d['per_s']:.0f}/s; redelivered after {r.get('back_after_s', 'n/a')} s; "
-          f"RSS {row['rss_kib_end'] / 1024:.0f} MiB (peak {row['rss_kib_peak'] / 1024:.0f}); "
+          f"RSS {row['rss_kib_end'] / 1024:.0f} MiB (peak {row['rss_kib_peak'] / 1024:.0f}), "
+          f"RssAnon {row.get('rss_anon_kib_end', -1024) / 1024:.0f} MiB (peak {row.get('rss_anon_kib_peak', -1024) / 1024:.0f}); "
           f"other load {row['other_load_cores']} cores")
 
 
@@ -70,8 +71,16 @@ METRICS = [
     ("10 s invisible: back after s", lambda r: r["redelivery"].get("back_after_s"), "{:.1f}", False),
     ("server VmRSS MiB (end)", lambda r: r["rss_kib_end"] / 1024, "{:.0f}", False),
     ("server VmRSS MiB (peak)", lambda r: r["rss_kib_peak"] / 1024, "{:.0f}", False),
+    # RssAnon leaves out the mapped store pages VmRSS counts: the process's own memory.
+    ("server RssAnon MiB (end)", lambda r: kib_mib(r, "rss_anon_kib_end"), "{:.0f}", False),
+    ("server RssAnon MiB (peak)", lambda r: kib_mib(r, "rss_anon_kib_peak"), "{:.0f}", False),
     ("other load (cores)", lambda r: r["other_load_cores"], "{:.2f}", False),
 ]
+
+
+def kib_mib(row, key):
+    v = row.get(key)
+    return v / 1024 if v is not None and v >= 0 else None
 
 
 def median_of(rows, f):
@@ -105,16 +114,18 @@ def report(a):
     for x in notes:
         print("note: " + x)
     if a.markdown:
+        anon = lambda r, k: f"{kib_mib(r, k):.0f}" if kib_mib(r, k) is not None else "n/a"  # noqa: E731
         meta = json.load(open(a.meta))
         every = ["| round | server | TLS /s | TLS p50/p99 ms | plain /s | plain p50/p99 ms | recv+ack /s "
-                 "| acked/sent | back after s | RSS end/peak MiB | other load |",
-                 "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+                 "| acked/sent | back after s | RSS end/peak MiB | RssAnon end/peak MiB | other load |",
+                 "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
         for r in rows:
             t, p, d, rd = r["tls"], r["plain"], r["drain"], r["redelivery"]
             every.append(f"| {r['round']} | {r['server']} | {t['per_s']:.0f} | {t['p50_ms']:.2f} / {t['p99_ms']:.2f} "
                          f"| {p['per_s']:.0f} | {p['p50_ms']:.2f} / {p['p99_ms']:.2f} | {d['per_s']:.0f} "
                          f"| {d['unique']}/{d['of']} | {rd.get('back_after_s', 'n/a')} "
-                         f"| {r['rss_kib_end'] / 1024:.0f} / {r['rss_kib_peak'] / 1024:.0f} | {r['other_load_cores']} |")
+                         f"| {r['rss_kib_end'] / 1024:.0f} / {r['rss_kib_peak'] / 1024:.0f} "
+                         f"| {anon(r, 'rss_anon_kib_end')} / {anon(r, 'rss_anon_kib_peak')} | {r['other_load_cores']} |")
         md = [f"\n## gRPC (5.x SDK): Java proxy vs ferrocket, {meta['date']}\n",
               f"- machine: {meta['machine']}",
               f"- command: `{meta['command']}` ({meta['params']}); took {meta['duration']}",

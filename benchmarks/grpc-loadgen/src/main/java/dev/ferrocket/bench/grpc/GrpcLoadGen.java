@@ -33,8 +33,9 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  *       receive, and whether the topic was drained;</li>
  *   <li>one message on {@code --redeliver-topic}, received with a {@code --invisible-s}
  *       invisible duration and not acked: the seconds until a receive returns it again;</li>
- *   <li>the VmRSS of {@code --rss-pid} (/proc/PID/status) at the end and its peak (sampled every
- *       250 ms during the turn).</li>
+ *   <li>the VmRSS and RssAnon of {@code --rss-pid} (/proc/PID/status) at the end and their peaks
+ *       (sampled every 250 ms during the turn). VmRSS counts the store's mapped file pages the
+ *       server touched; RssAnon is the process's own memory (heap, stacks, buffers).</li>
  * </ol>
  */
 public final class GrpcLoadGen {
@@ -52,9 +53,11 @@ public final class GrpcLoadGen {
         long pid = Long.parseLong(a.getOrDefault("rss-pid", "-1"));
 
         AtomicLong peak = new AtomicLong(-1);
+        AtomicLong anonPeak = new AtomicLong(-1);
         Thread sampler = new Thread(() -> {
             while (!Thread.currentThread().isInterrupted()) {
-                peak.accumulateAndGet(rssKib(pid), Math::max);
+                peak.accumulateAndGet(statusKib(pid, "VmRSS:"), Math::max);
+                anonPeak.accumulateAndGet(statusKib(pid, "RssAnon:"), Math::max);
                 try {
                     Thread.sleep(250);
                 } catch (InterruptedException e) {
@@ -77,9 +80,12 @@ public final class GrpcLoadGen {
         out.put("drain", drain(endpoint, topic, total, seconds));
         out.put("redelivery", redelivery(endpoint, retopic, invisible));
         sampler.interrupt();
-        long end = rssKib(pid);
+        long end = statusKib(pid, "VmRSS:");
         out.put("rss_kib_end", end);
         out.put("rss_kib_peak", Math.max(peak.get(), end));
+        long anonEnd = statusKib(pid, "RssAnon:");
+        out.put("rss_anon_kib_end", anonEnd);
+        out.put("rss_anon_kib_peak", Math.max(anonPeak.get(), anonEnd));
         out.put("loadgen_cpu_s", ProcessHandle.current().info().totalCpuDuration().map(d -> d.toMillis() / 1e3).orElse(0.0));
         System.out.println(json(out));
         System.out.flush();
@@ -216,13 +222,14 @@ public final class GrpcLoadGen {
         }
     }
 
-    static long rssKib(long pid) {
+    /** A kB field of /proc/PID/status ({@code VmRSS:}, {@code RssAnon:}), or -1. */
+    static long statusKib(long pid, String field) {
         if (pid <= 0) {
             return -1;
         }
         try {
             for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-                if (line.startsWith("VmRSS:")) {
+                if (line.startsWith(field)) {
                     return Long.parseLong(line.replaceAll("[^0-9]", ""));
                 }
             }
