@@ -81,6 +81,8 @@ pub struct BrokerInner {
     pub timer: timer::TimerService,
     /// Transactions committed here but not yet on the slaves (SYNC_MASTER).
     pub unreplicated_commits: transaction::UnreplicatedCommits,
+    /// Transactions ended recently, so that a second end stores nothing twice.
+    pub finished_transactions: transaction::finished::FinishedTransactions,
     /// Where UPDATE_BROKER_CONFIG's changes are kept across restarts.
     pub config_file: config_file::BrokerConfigFile,
     /// Slave role: replicates from the master.
@@ -301,6 +303,7 @@ impl Broker {
             schedule,
             timer,
             unreplicated_commits: transaction::UnreplicatedCommits::default(),
+            finished_transactions: Default::default(),
             outbound,
             topics_learned: Notify::new(),
             cold_ctr: coldctr::ColdDataCtr::default(),

@@ -136,3 +136,41 @@ async fn a_late_first_hand_answer_past_the_immunity_time_is_an_illegal_operation
     wait_max_offset(&c, &b.addr, "TXI", 1, 1).await;
     b.stop().await;
 }
+
+/// Two answers to checks of one transaction store its message once. A producer answers every
+/// check it is sent; each check names its own copy of the half message (same producer group,
+/// UNIQ_KEY, born host and time), and each answer stored the message on its real topic, as in
+/// Java. Here the second commit only marks its copy finished, and a contradicting rollback is
+/// refused.
+#[tokio::test]
+async fn two_answers_to_checks_of_one_transaction_commit_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_broker(dir.path(), |_| {}).await;
+    let c = client();
+    // Two copies of one transaction, as the check service's re-puts are.
+    let h = half("TXD");
+    let mut copies = Vec::new();
+    for _ in 0..2 {
+        let r = call_addr(&c, &b.addr, h.clone()).await;
+        assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+        copies.push((r.ext_fields["queueOffset"].parse::<i64>().unwrap(), physical_offset(&r.ext_fields["msgId"])));
+    }
+    let answer = |(q, p): (i64, i64), kind: i32| {
+        let mut e = end("PG", q, p, kind);
+        e.ext_fields.insert("fromTransactionCheck".into(), "true".into());
+        e
+    };
+    let (r1, r2) =
+        tokio::join!(call_addr(&c, &b.addr, answer(copies[0], 8)), call_addr(&c, &b.addr, answer(copies[1], 8)));
+    assert_eq!((r1.response_code(), r2.response_code()), (ResponseCode::SUCCESS, ResponseCode::SUCCESS));
+    // A repeated answer for the same copy changes nothing either.
+    let r = call_addr(&c, &b.addr, answer(copies[0], 8)).await;
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS, "{:?}", r.remark);
+    let r = call_addr(&c, &b.addr, answer(copies[1], 12)).await;
+    assert_eq!(r.response_code(), ResponseCode::SYSTEM_ERROR, "a rollback after the commit: {:?}", r.remark);
+    assert!(r.remark.as_deref().unwrap_or("").contains("already committed"), "{:?}", r.remark);
+    // Every answer wrote an op record (each copy is finished), after any message it stored.
+    wait_max_offset(&c, &b.addr, OP, 0, 4).await;
+    assert_eq!(max_offset(&c, &b.addr, "TXD", 1).await, "1", "the transaction's message, stored once");
+    b.stop().await;
+}

@@ -3,14 +3,15 @@
 //! message on its real topic (through the timer and delay hooks, as a send), then the op record
 //! marks the half finished. On a SYNC_MASTER a commit counts only once its message is on the
 //! slaves; until then no op record is written and the check service keeps asking, and a repeated
-//! commit waits for the message already stored instead of storing it again.
+//! commit waits for the message already stored instead of storing it again. A transaction
+//! ended here is not ended twice (`finished.rs`).
 //!
 //! May import: `broker` (managers, config), `model`, `protocol` (response codes), `store`, `core`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{committed, op_record, transaction_key, HALF_TOPIC};
+use super::{committed, op_record, transaction_key, TransactionKey, HALF_TOPIC};
 use crate::broker::BrokerInner;
 use crate::core::{Durability, Replicas};
 use crate::model::message::{self, property, StoredMessage};
@@ -68,9 +69,41 @@ pub async fn end(
 }
 
 /// Commits or rolls back `half`, a half message already matched to the request; on a
-/// SYNC_MASTER the op record waits for the committed message to be on the slaves.
+/// SYNC_MASTER the op record waits for the committed message to be on the slaves. The ends of
+/// one transaction take turns, and one already ended here is not ended again
+/// ([`super::finished`]): the op record marks this copy of the half finished, and the same
+/// decision is answered SUCCESS, the other refused.
 pub async fn finish_half(b: &BrokerInner, half: &StoredMessage, commit: bool) -> Result<(), Refusal> {
-    let key = transaction_key(half);
+    let Some(key) = transaction_key(half) else { return finish(b, half, commit, None).await };
+    let slot = b.finished_transactions.slot(&key);
+    let mut decided = slot.lock().await;
+    if let Some(was_commit) = *decided {
+        // Ended already (through another copy of the half): this copy is finished too, so the
+        // check service does not ask about it again, and nothing else is stored.
+        let put = b.store.put_messages(&[op_record(&[half.queue_offset], b.store_host)], true).await;
+        stored(&put.status, "storing the transaction's op record failed")?;
+        if was_commit != commit {
+            let was = if was_commit { "committed" } else { "rolled back" };
+            return Err(refused(ResponseCode::SYSTEM_ERROR.0, format!("the transaction was already {was}")));
+        }
+        return Ok(());
+    }
+    let r = finish(b, half, commit, Some(key.clone())).await;
+    if r.is_ok() {
+        *decided = Some(commit);
+    } else {
+        drop(decided);
+        b.finished_transactions.forget_undecided(&key, &slot);
+    }
+    r
+}
+
+async fn finish(
+    b: &BrokerInner,
+    half: &StoredMessage,
+    commit: bool,
+    key: Option<TransactionKey>,
+) -> Result<(), Refusal> {
     if let Some(end) = key.as_ref().filter(|_| commit).and_then(|k| b.unreplicated_commits.get(k)) {
         // Committed before but not on the slaves then: wait for that message, do not store
         // it again.

@@ -17,12 +17,15 @@
 //! progress is the consumer offsets of `CID_RMQ_SYS_TRANS` on both topics. Nothing else is kept
 //! on disk, so restarts and `kill -9` lose nothing but progress (a finished transaction may be
 //! checked again). In memory, a SYNC_MASTER remembers commits its slaves did not get
-//! ([`UnreplicatedCommits`]), so that committing one again does not store it twice.
+//! ([`UnreplicatedCommits`]), so that committing one again does not store it twice, and the
+//! transactions recently ended are remembered ([`finished`]) so that two answers to checks of
+//! one transaction store it once.
 //!
 //! May import: `broker` (managers, config), `model`, `store`.
 
 pub mod check;
 pub mod end;
+pub mod finished;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -134,10 +137,10 @@ pub fn renewed(half: &StoredMessage, check_times: i32) -> MessageToStore {
 /// (set by the broker), so that another client reusing the id is another transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TransactionKey {
-    group: String,
-    id: String,
-    born_host: SocketAddr,
-    born_timestamp: i64,
+    pub(super) group: String,
+    pub(super) id: String,
+    pub(super) born_host: SocketAddr,
+    pub(super) born_timestamp: i64,
 }
 
 pub fn transaction_key(half: &StoredMessage) -> Option<TransactionKey> {
