@@ -129,6 +129,7 @@ async fn try_receive(
         retry_v2: core.config.enable_retry_topic_v2,
         filter: &sub,
         order: fifo,
+        attempt: req.attempt_id.as_deref(),
     };
     core.store.await_dispatched(crate::store::READ_AFTER_SEND_WAIT).await;
     let popped = match core.pop(&request).await {

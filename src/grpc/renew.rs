@@ -182,6 +182,7 @@ mod tests {
             retry_v2: false,
             filter: &AcceptAll,
             order: false,
+            attempt: None,
         };
         let p = core.pop(&req).await.unwrap();
         let q = &p.queues[0];

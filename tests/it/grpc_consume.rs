@@ -251,9 +251,10 @@ async fn filters_select_by_tag_and_sql() {
 }
 
 #[tokio::test]
-async fn a_fifo_group_gets_every_queue_and_one_queue_stays_locked_until_acked() {
+async fn a_fifo_group_gets_every_queue_and_one_queue_stays_locked_until_acked_or_retried() {
     let dir = tempfile::tempdir().unwrap();
-    let b = grpc_broker(dir.path(), |_| {}).await;
+    // Receives that find the queue locked answer after 1 s, not the 5 s default minimum.
+    let b = grpc_broker(dir.path(), |c| c.grpc_client_consumer_min_long_polling_timeout_millis = 1_000).await;
     topic(&b, "GcFifo", 2, Some("FIFO"));
     b.inner
         .groups
@@ -275,13 +276,26 @@ async fn a_fifo_group_gets_every_queue_and_one_queue_stays_locked_until_acked() 
         m.system_properties.as_mut().unwrap().message_group = Some("orderA".into());
         assert_eq!(code(&send(&mut c, vec![m]).await.status), Code::Ok);
     }
-    let (st, first) = receive(&mut c, receive_req("GcFifoG", "GcFifo", 1, 30)).await;
+    let attempt = |id: &str| ReceiveMessageRequest {
+        attempt_id: Some(id.into()),
+        long_polling_timeout: secs(1),
+        ..receive_req("GcFifoG", "GcFifo", 1, 30)
+    };
+    let (st, first) = receive(&mut c, attempt("attempt-1")).await;
     assert_eq!(st, Code::Ok);
     assert_eq!(first[0].body.as_ref(), b"o0");
     assert_eq!(first[0].system_properties.as_ref().unwrap().message_group.as_deref(), Some("orderA"));
     // The queue is locked until o0 is acked.
-    let (st, none) = receive(&mut c, receive_req("GcFifoG", "GcFifo", 1, 30)).await;
+    let (st, none) = receive(&mut c, ReceiveMessageRequest { attempt_id: None, ..attempt("") }).await;
     assert_eq!((st, none.len()), (Code::MessageNotFound, 0));
+    let (st, none) = receive(&mut c, attempt("attempt-2")).await;
+    assert_eq!((st, none.len()), (Code::MessageNotFound, 0));
+    // Except for a receive retried with the attempt id of the one that locked it (the SDKs retry
+    // a receive whose answer was lost with the same id): o0 again, still its first delivery.
+    let (st, first) = receive(&mut c, attempt("attempt-1")).await;
+    assert_eq!(st, Code::Ok);
+    assert_eq!(first.iter().map(|m| m.body.as_ref()).collect::<Vec<_>>(), [b"o0"]);
+    assert_eq!(first[0].system_properties.as_ref().unwrap().delivery_attempt, Some(1));
     // A receive held on the locked queue gets o1 as soon as o0 is acked, not at its poll's end.
     let mut held = receive_req("GcFifoG", "GcFifo", 1, 30);
     held.long_polling_timeout = secs(20);

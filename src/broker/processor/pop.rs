@@ -51,6 +51,7 @@ pub async fn pop_message(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handled
         retry_v2: b.config.enable_retry_topic_v2,
         filter: &filter,
         order: h.order == Some(true),
+        attempt: h.attempt_id.as_deref(),
     };
     b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
     match b.pop(&request).await {

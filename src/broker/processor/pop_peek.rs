@@ -74,6 +74,7 @@ pub async fn notification(b: &Arc<BrokerInner>, req: &RemotingCommand) -> Handle
         poll,
         retry_v2: b.config.enable_retry_topic_v2,
         order: h.order == Some(true),
+        attempt: h.attempt_id.as_deref(),
     };
     b.store.await_dispatched(super::READ_AFTER_SEND_WAIT).await;
     let header = match b.pop_notification(&request).await {

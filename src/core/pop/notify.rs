@@ -24,6 +24,8 @@ pub struct NotifyRequest<'a> {
     pub poll: Duration,
     pub retry_v2: bool,
     pub order: bool,
+    /// An orderly client's attempt id: the queue its own lost pop locked is not blocked for it.
+    pub attempt: Option<&'a str>,
 }
 
 impl Core {
@@ -41,6 +43,7 @@ impl Core {
             retry_v2: req.retry_v2,
             filter: &AcceptAll,
             order: req.order,
+            attempt: None,
         };
         let retry = pop_retry_topic(req.topic, req.group, req.retry_v2);
         let queues = self.pop_queues(&pop, &retry);
@@ -74,7 +77,7 @@ impl Core {
     fn has_pop_messages(&self, req: &NotifyRequest<'_>, queues: &[(String, i32)]) -> bool {
         queues.iter().any(|(topic, queue_id)| {
             let key = QueueKey { group: req.group.to_owned(), topic: topic.clone(), queue_id: *queue_id };
-            if req.order && self.pop.table().order_blocked(&key) {
+            if req.order && self.pop.table().order_blocked_for(&key, req.attempt) {
                 return false;
             }
             self.store.max_offset_in_queue(topic, *queue_id) > self.pop_position(&key)

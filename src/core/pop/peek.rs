@@ -42,6 +42,7 @@ impl Core {
             retry_v2,
             filter: &AcceptAll,
             order: false,
+            attempt: None,
         };
         let retry = pop_retry_topic(topic, group, retry_v2);
         let mut out = Peeked::default();

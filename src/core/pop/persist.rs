@@ -55,6 +55,12 @@ pub enum Rec {
         start: i64,
         pop_time: i64,
     },
+    /// An orderly pop was retried with its attempt id: the queue was rewound, counts kept.
+    RetryRewound {
+        key: QueueKey,
+        start: i64,
+        pop_time: i64,
+    },
 }
 
 impl Rec {
@@ -69,6 +75,7 @@ impl Rec {
             Rec::Ack { key, start, pop_time, offset } => format!("ack {} {start} {pop_time} {offset}", k(key)),
             Rec::Revived { key, start, pop_time } => format!("rv {} {start} {pop_time}", k(key)),
             Rec::Rewound { key, start, pop_time } => format!("rw {} {start} {pop_time}", k(key)),
+            Rec::RetryRewound { key, start, pop_time } => format!("rr {} {start} {pop_time}", k(key)),
         }
     }
 
@@ -90,6 +97,7 @@ impl Rec {
             ("ack", 7) => Some(Rec::Ack { key, start, pop_time, offset: n(6)? }),
             ("rv", 6) => Some(Rec::Revived { key, start, pop_time }),
             ("rw", 6) => Some(Rec::Rewound { key, start, pop_time }),
+            ("rr", 6) => Some(Rec::RetryRewound { key, start, pop_time }),
             _ => None,
         }
     }
@@ -177,6 +185,7 @@ impl Core {
                     }
                     Rec::Revived { key, start, pop_time } => table.drop_ck(&key, (start, pop_time)),
                     Rec::Rewound { key, start, pop_time } => table.rewind(&key, (start, pop_time)),
+                    Rec::RetryRewound { key, start, pop_time } => table.rewind_retried(&key, (start, pop_time)),
                 }
             }
             offset = r.next_begin_offset;
@@ -215,6 +224,7 @@ mod tests {
             },
             Rec::Ck { key: key.clone(), start: 1, pop_time: 2, invisible: 3, next: 9, offsets: vec![1], order: true },
             Rec::Rewound { key: key.clone(), start: 1, pop_time: 2 },
+            Rec::RetryRewound { key: key.clone(), start: 1, pop_time: 2 },
             Rec::Ack { key: key.clone(), start: 1, pop_time: 2, offset: 4 },
             Rec::Revived { key, start: 1, pop_time: 2 },
         ] {

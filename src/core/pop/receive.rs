@@ -37,6 +37,9 @@ pub struct PopRequest<'a> {
     /// An orderly (FIFO) pop: each queue stays locked until its messages are acked or expire
     /// (`order.rs`); the retry topic is not read.
     pub order: bool,
+    /// An orderly pop's attempt id (Java's `attemptId`, the 5.x SDKs' `attempt_id`): a client
+    /// that lost a pop's answer pops again with the same id and gets the same messages.
+    pub attempt: Option<&'a str>,
 }
 
 /// What a pop found.
@@ -91,6 +94,9 @@ impl Core {
         self.pop.restored().await;
         let retry = pop_retry_topic(req.topic, req.group, req.retry_v2);
         let queues = self.pop_queues(req, &retry);
+        if let Some(attempt) = req.attempt.filter(|_| req.order) {
+            self.pop_retried(req.group, &queues, attempt).await;
+        }
         let first = self.pop_once(req, &queues);
         if first.count() > 0 || req.poll.is_zero() || queues.is_empty() {
             self.log_popped(req, &first).await;
@@ -240,6 +246,9 @@ impl Core {
             order: req.order,
         };
         let (start, pop_time) = table.record(key, ck, false);
+        if let Some(attempt) = req.attempt.filter(|_| req.order && !offsets.is_empty()) {
+            table.set_order_attempt(key, (start, pop_time), attempt);
+        }
         if let Some(c) = table.committed(key) {
             self.offsets.commit(&key.group, &key.topic, key.queue_id, c);
         }

@@ -71,6 +71,8 @@ pub(super) struct QueueState {
     pub(super) counts: BTreeMap<i64, i32>,
     /// Orderly pops: offsets acked past a rewind, skipped when read again.
     pub(super) acked_ahead: BTreeSet<i64>,
+    /// Orderly pops: the latest one's checkpoint and attempt id (`order.rs`).
+    pub(super) order_attempt: Option<(CkId, String)>,
 }
 
 /// Messages of a checkpoint whose invisible time passed unacked.

@@ -49,6 +49,7 @@ fn req<'a>(queue_id: i32, max: usize, invisible: i64, poll: Duration) -> PopRequ
         retry_v2: false,
         filter: &AcceptAll,
         order: false,
+        attempt: None,
     }
 }
 
@@ -253,4 +254,39 @@ async fn pops_and_acks_wait_until_the_state_log_is_replayed() {
     let p = early.await.unwrap().unwrap();
     let offsets: Vec<i64> = p.queues.iter().flat_map(|q| q.messages.iter().map(|m| m.queue_offset)).collect();
     assert_eq!(offsets, [2], "the two acked before the restart do not come again");
+}
+
+/// An orderly pop retried with its attempt id (a client that lost the answer) gets the same
+/// unacked messages at once, their delivery counts unchanged, where another attempt waits for
+/// the lock; the retry is replayed from the state log after a restart.
+#[tokio::test]
+async fn an_orderly_pop_retried_with_its_attempt_id_gets_the_same_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let popped = |p: &Popped| -> Vec<(i64, i32)> {
+        p.queues.iter().flat_map(|q| q.messages.iter().map(|m| (m.queue_offset, m.order_count))).collect()
+    };
+    let ordered =
+        |attempt: &'static str| PopRequest { order: true, attempt: Some(attempt), ..req(0, 3, 60_000, Duration::ZERO) };
+    let pop_time = {
+        let c = core(dir.path());
+        c.pop_restore().await;
+        c.topics.create_if_absent("T", 1, 6, 0);
+        put(&c, "T", 0, 3).await;
+        let p = c.pop(&ordered("a1")).await.unwrap();
+        assert_eq!(popped(&p), [(0, 0), (1, 0), (2, 0)]);
+        let q = &p.queues[0];
+        assert_eq!(c.pop_ack("g", "T", 0, &handle(&p, q, &q.messages[0]), 0).await, AckOutcome::Acked);
+        assert_eq!(popped(&c.pop(&ordered("a2")).await.unwrap()), [], "another attempt waits for the lock");
+        assert_eq!(popped(&c.pop(&ordered("a1")).await.unwrap()), [(1, 0), (2, 0)], "the lost pop's messages");
+        let p = c.pop(&ordered("a1")).await.unwrap();
+        assert_eq!(popped(&p), [(1, 0), (2, 0)], "and again");
+        c.persist_topics().await;
+        c.store.await_dispatched(Duration::from_secs(5)).await;
+        p.pop_time
+    };
+    let c = core(dir.path());
+    c.pop_restore().await;
+    assert_eq!(popped(&c.pop(&ordered("a3")).await.unwrap()), [], "the last pop's lock is replayed");
+    assert_eq!(c.revive_due(pop_time + 60_000).await, 0, "an orderly checkpoint is rewound, not re-put");
+    assert_eq!(popped(&c.pop(&ordered("a3")).await.unwrap()), [(1, 1), (2, 1)], "counted once, on expiry");
 }
