@@ -30,7 +30,11 @@ export const brokerDir = (name) => mkdtempSync(join(tmpdir(), `ferrocket-${name}
  * until every port of `waitPorts` listens. Returns { proc, dir, ns } (ns: the NameServer address).
  */
 export async function startFerrocket(dir, { cluster, broker, conf, waitPorts }) {
-  const ns = await freePort();
+  // freePort lets its port go again, so a later call can find the same one: the NameServer,
+  // bound first, would then hold a port the caller picked for the broker (kafkaListenPort,
+  // grpcListenPort), and the broker could not start.
+  let ns = await freePort();
+  while (waitPorts.includes(ns)) ns = await freePort();
   const port = 20000 + Math.floor(Math.random() * 8000);
   writeFileSync(join(dir, 'broker.conf'), [
     `brokerClusterName=${cluster}`, `brokerName=${broker}`, 'brokerIP1=127.0.0.1', `listenPort=${port}`,
