@@ -6,7 +6,8 @@
 //!
 //! Bounded: a route is asked only for a topic this broker has (the client names the topic), kept
 //! 30 s (Java refreshes every 30 s; 5 s when no NameServer answered), and the table is swept of stale entries and deleted topics as it
-//! grows. Without an answer from a NameServer, this broker's own queues.
+//! grows. Without an answer from a NameServer, this broker's own queues. A route names at most
+//! [`MAX_ROUTE_QUEUES`] queues in all.
 //!
 //! May import: `model`, `protocol` and modules of `broker/`.
 
@@ -31,6 +32,9 @@ const FALLBACK: Duration = Duration::from_secs(5);
 const SWEEP_AT: usize = 1024;
 /// How long a NameServer is given to answer.
 const ASK_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most queues a route gives, over all its brokers: the counts come from a peer (a broker's
+/// registration, through the NameServer) and size the assignment's list.
+pub const MAX_ROUTE_QUEUES: i32 = 65_536;
 
 /// A broker's readable queues of a topic: its name and how many.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,7 +66,7 @@ impl TopicRoutes {
             None => {
                 let mine = perm::is_readable(own.perm).then(|| BrokerQueues {
                     broker_name: b.config.broker_name.clone(),
-                    read_queue_nums: own.read_queue_nums,
+                    read_queue_nums: own.read_queue_nums.min(MAX_ROUTE_QUEUES),
                 });
                 (Arc::new(mine.into_iter().collect()), FALLBACK)
             }
@@ -81,7 +85,8 @@ impl TopicRoutes {
     }
 }
 
-/// `topicRouteData2TopicSubscribeInfo`: every queue data with read permission.
+/// `topicRouteData2TopicSubscribeInfo`: every queue data with read permission, by broker name,
+/// at most [`MAX_ROUTE_QUEUES`] in all (the brokers past that are left out).
 fn readable(route: &TopicRouteData) -> Vec<BrokerQueues> {
     let mut out: Vec<BrokerQueues> = route
         .queue_datas
@@ -91,6 +96,12 @@ fn readable(route: &TopicRouteData) -> Vec<BrokerQueues> {
         .collect();
     out.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
     out.dedup_by(|a, b| a.broker_name == b.broker_name);
+    let mut room = MAX_ROUTE_QUEUES;
+    out.retain_mut(|q| {
+        q.read_queue_nums = q.read_queue_nums.min(room);
+        room -= q.read_queue_nums;
+        q.read_queue_nums > 0
+    });
     out
 }
 
@@ -132,5 +143,20 @@ mod tests {
         };
         let names: Vec<_> = readable(&route).into_iter().map(|q| (q.broker_name, q.read_queue_nums)).collect();
         assert_eq!(names, [("a".to_owned(), 3), ("b".to_owned(), 2)]);
+    }
+
+    #[test]
+    fn a_route_sizes_no_assignment_past_max_route_queues() {
+        let q = |name: &str, n: i32| QueueData {
+            broker_name: name.into(),
+            read_queue_nums: n,
+            write_queue_nums: n,
+            perm: 6,
+            topic_sys_flag: 0,
+        };
+        let route =
+            TopicRouteData { queue_datas: vec![q("a", 8), q("b", i32::MAX), q("c", 8)], ..TopicRouteData::default() };
+        let names: Vec<_> = readable(&route).into_iter().map(|q| (q.broker_name, q.read_queue_nums)).collect();
+        assert_eq!(names, [("a".to_owned(), 8), ("b".to_owned(), MAX_ROUTE_QUEUES - 8)]);
     }
 }
